@@ -1,0 +1,49 @@
+//===- TDFDialect.td - tdf dialect definition ---------------*- tablegen -*-===//
+//
+// The `tdf` dialect: in-place tensor dataflow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TDF_DIALECT_TD
+#define TDF_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def TDF_Dialect : Dialect {
+  let name = "tdf";
+  let cppNamespace = "::mlir::tdf";
+  let summary = "In-place tensor dataflow: kernel calls with explicit in-place contracts";
+  let description = [{
+    The `tdf` dialect keeps a tensor program functional (every op produces a new
+    SSA value) while making it explicit where a kernel may compute a result in
+    the storage of one of its operands.
+
+    Kernels are ordinary `func.func`s in destination-passing style on memrefs:
+    parameters are `(inputs..., outputs...)` and there are no results. The ops
+    of this dialect call them on tensors:
+
+    * `tdf.call` gives every result fresh storage;
+    * `tdf.call_inplace` computes result `i` in the storage of operand
+      `inplace[i]` (or fresh storage for `-1`), keeping value semantics: when
+      One-Shot Bufferize finds that operand still live it inserts a copy;
+    * `tdf.call_opaque` calls a function with unknown effects and aliasing;
+    * `tdf.assume_unaliased` asserts that a value shares no storage with any
+      other live value.
+
+    The function-argument attribute `tdf.donate` (a unit attribute) marks an
+    argument whose storage the caller gives away, as JAX's `donate_argnums`.
+  }];
+  let extraClassDeclaration = [{
+    /// Name of the unit argument attribute that marks a donated argument.
+    static constexpr ::llvm::StringLiteral getDonateAttrName() {
+      return ::llvm::StringLiteral("tdf.donate");
+    }
+  }];
+  let hasOperationAttrVerify = 0;
+  let hasRegionArgAttrVerify = 1;
+}
+
+class TDF_Op<string mnemonic, list<Trait> traits = []>
+    : Op<TDF_Dialect, mnemonic, traits>;
+
+#endif // TDF_DIALECT_TD

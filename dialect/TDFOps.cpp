@@ -1,0 +1,257 @@
+//===- TDFOps.cpp - tdf dialect operations ---------------------------------===//
+//
+// Verifiers and symbol checks of the tdf operations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TDFOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+using namespace mlir;
+using namespace mlir::tdf;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+/// Returns true when memref parameter type `param` can hold tensor `tensor`:
+/// same shape and element type (any layout, any memory space).
+static bool memrefMatchesTensor(Type param, RankedTensorType tensor) {
+  auto memref = dyn_cast<MemRefType>(param);
+  return memref && memref.getShape() == tensor.getShape() &&
+         memref.getElementType() == tensor.getElementType();
+}
+
+/// Describes the memref a tensor of type `tensor` is passed as.
+static std::string expectedParamText(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    os << MemRefType::get(tensor.getShape(), tensor.getElementType());
+  else
+    os << type;
+  return text;
+}
+
+/// Checks that `type` (an operand or a fresh output) is accepted by kernel
+/// parameter `param`.
+static bool paramAccepts(Type param, Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return memrefMatchesTensor(param, tensor);
+  return param == type;
+}
+
+/// Looks up `callee` as a func.func, emitting an error on `op` if it is not
+/// one.
+static func::FuncOp lookupCallee(Operation *op, FlatSymbolRefAttr callee,
+                                 SymbolTableCollection &symbolTable) {
+  Operation *symbol = symbolTable.lookupNearestSymbolFrom(op, callee);
+  if (!symbol) {
+    op->emitOpError() << "references an undefined function " << callee;
+    return nullptr;
+  }
+  auto fn = dyn_cast<func::FuncOp>(symbol);
+  if (!fn) {
+    op->emitOpError() << "callee " << callee
+                      << " must be a func.func, but it is a '"
+                      << symbol->getName() << "'";
+    return nullptr;
+  }
+  return fn;
+}
+
+/// Verifies a destination-passing kernel signature: the callee takes one
+/// parameter per operand followed by one output memref per type in
+/// `freshOutputs` (the result indices are `freshResultIndices`), and returns
+/// nothing.
+static LogicalResult
+verifyKernelSignature(Operation *op, FlatSymbolRefAttr calleeName,
+                      ValueRange operands, ArrayRef<unsigned> freshResults,
+                      SymbolTableCollection &symbolTable) {
+  func::FuncOp callee = lookupCallee(op, calleeName, symbolTable);
+  if (!callee)
+    return failure();
+  FunctionType fnType = callee.getFunctionType();
+  if (fnType.getNumResults() != 0)
+    return op->emitOpError()
+           << "kernel " << calleeName
+           << " must return nothing (kernels write their outputs through "
+              "memref parameters), but it returns "
+           << fnType.getNumResults() << " value(s)";
+  size_t expected = operands.size() + freshResults.size();
+  if (fnType.getNumInputs() != expected)
+    return op->emitOpError()
+           << "kernel " << calleeName << " takes " << fnType.getNumInputs()
+           << " parameter(s), but the call passes " << operands.size()
+           << " operand(s) and " << freshResults.size()
+           << " fresh output(s)";
+  for (auto [index, operand] : llvm::enumerate(operands)) {
+    Type param = fnType.getInput(index);
+    if (!paramAccepts(param, operand.getType()))
+      return op->emitOpError()
+             << "operand #" << index << " of type " << operand.getType()
+             << " does not match parameter #" << index << " of kernel "
+             << calleeName << ": expected " << expectedParamText(operand.getType())
+             << ", got " << param;
+  }
+  for (auto [position, resultIndex] : llvm::enumerate(freshResults)) {
+    unsigned paramIndex = operands.size() + position;
+    Type param = fnType.getInput(paramIndex);
+    Type resultType = op->getResult(resultIndex).getType();
+    if (!paramAccepts(param, resultType))
+      return op->emitOpError()
+             << "result #" << resultIndex << " of type " << resultType
+             << " does not match output parameter #" << paramIndex
+             << " of kernel " << calleeName << ": expected "
+             << expectedParamText(resultType) << ", got " << param;
+  }
+  return success();
+}
+
+/// Fresh results are allocated by bufferization, which needs static sizes.
+static LogicalResult verifyStaticFreshResult(Operation *op,
+                                             unsigned resultIndex) {
+  auto type = cast<RankedTensorType>(op->getResult(resultIndex).getType());
+  if (!type.hasStaticShape())
+    return op->emitOpError()
+           << "result #" << resultIndex << " gets fresh storage and must "
+           << "have a static shape, got " << type;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CallOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CallOp::verify() {
+  for (unsigned i = 0, e = getNumResults(); i < e; ++i)
+    if (failed(verifyStaticFreshResult(*this, i)))
+      return failure();
+  return success();
+}
+
+LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  SmallVector<unsigned> fresh;
+  for (unsigned i = 0, e = getNumResults(); i < e; ++i)
+    fresh.push_back(i);
+  return verifyKernelSignature(*this, getCalleeAttr(), getOperands(), fresh,
+                               symbolTable);
+}
+
+//===----------------------------------------------------------------------===//
+// CallInplaceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CallInplaceOp::verify() {
+  ArrayRef<int64_t> indices = getInplaceIndices();
+  unsigned numOperands = getNumOperands();
+  if (indices.size() != getNumResults())
+    return emitOpError() << "expects one in-place index per result, but got "
+                         << indices.size() << " index(es) for "
+                         << getNumResults() << " result(s)";
+  llvm::DenseMap<int64_t, unsigned> resultOfOperand;
+  bool anyInPlace = false;
+  for (auto [resultIndex, operandIndex] : llvm::enumerate(indices)) {
+    if (operandIndex < -1 || operandIndex >= (int64_t)numOperands)
+      return emitOpError() << "in-place index " << operandIndex
+                           << " of result #" << resultIndex
+                           << " is out of range [-1, " << numOperands << ")";
+    if (operandIndex == -1) {
+      if (failed(verifyStaticFreshResult(*this, resultIndex)))
+        return failure();
+      continue;
+    }
+    anyInPlace = true;
+    auto [it, inserted] =
+        resultOfOperand.try_emplace(operandIndex, (unsigned)resultIndex);
+    if (!inserted)
+      return emitOpError() << "operand #" << operandIndex
+                           << " is used in place by both result #"
+                           << it->second << " and result #" << resultIndex;
+    Type operandType = getOperand(operandIndex).getType();
+    Type resultType = getResult(resultIndex).getType();
+    if (!isa<RankedTensorType>(operandType))
+      return emitOpError() << "in-place operand #" << operandIndex
+                           << " of result #" << resultIndex
+                           << " must be a ranked tensor, got " << operandType;
+    if (operandType != resultType)
+      return emitOpError() << "result #" << resultIndex << " has type "
+                           << resultType << ", but its in-place operand #"
+                           << operandIndex << " has type " << operandType;
+  }
+  if (!anyInPlace)
+    return emitOpError() << "needs at least one in-place index >= 0 (every "
+                            "result gets fresh storage: use tdf.call)";
+  return success();
+}
+
+LogicalResult
+CallInplaceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  SmallVector<unsigned> fresh;
+  for (auto [resultIndex, operandIndex] :
+       llvm::enumerate(getInplaceIndices()))
+    if (operandIndex == -1)
+      fresh.push_back(resultIndex);
+  return verifyKernelSignature(*this, getCalleeAttr(), getOperands(), fresh,
+                               symbolTable);
+}
+
+OpOperand *CallInplaceOp::getInplaceOperand(unsigned resultIndex) {
+  int64_t operandIndex = getInplaceIndices()[resultIndex];
+  if (operandIndex < 0)
+    return nullptr;
+  return &getOperation()->getOpOperand(operandIndex);
+}
+
+OpResult CallInplaceOp::getInplaceResult(unsigned operandIndex) {
+  for (auto [resultIndex, index] : llvm::enumerate(getInplaceIndices()))
+    if (index == (int64_t)operandIndex)
+      return getOperation()->getResult(resultIndex);
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// CallOpaqueOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+CallOpaqueOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  func::FuncOp callee = lookupCallee(*this, getCalleeAttr(), symbolTable);
+  if (!callee)
+    return failure();
+  FunctionType fnType = callee.getFunctionType();
+  if (fnType.getNumInputs() != getNumOperands())
+    return emitOpError() << "callee " << getCalleeAttr() << " takes "
+                         << fnType.getNumInputs()
+                         << " parameter(s), but the call passes "
+                         << getNumOperands() << " operand(s)";
+  if (fnType.getNumResults() != getNumResults())
+    return emitOpError() << "callee " << getCalleeAttr() << " returns "
+                         << fnType.getNumResults()
+                         << " value(s), but the call has " << getNumResults()
+                         << " result(s)";
+  for (auto [index, operand] : llvm::enumerate(getOperands()))
+    if (!paramAccepts(fnType.getInput(index), operand.getType()))
+      return emitOpError() << "operand #" << index << " of type "
+                           << operand.getType() << " does not match parameter #"
+                           << index << " of callee " << getCalleeAttr()
+                           << ": expected "
+                           << expectedParamText(operand.getType()) << ", got "
+                           << fnType.getInput(index);
+  for (auto [index, result] : llvm::enumerate(getResults()))
+    if (!paramAccepts(fnType.getResult(index), result.getType()))
+      return emitOpError() << "result #" << index << " of type "
+                           << result.getType() << " does not match result #"
+                           << index << " of callee " << getCalleeAttr()
+                           << ": expected "
+                           << expectedParamText(result.getType()) << ", got "
+                           << fnType.getResult(index);
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "TDFOps.cpp.inc"

@@ -1,0 +1,31 @@
+"""tdf's passes and pipelines, written in Python on the MLIR bindings.
+
+Importing this package registers every pass and pipeline with MLIR's pass
+registry (see :mod:`tdf.passes.registry`), so that they can be named in
+textual pipelines from Python and on the ``tdf-opt`` command line.
+"""
+
+from .registry import (
+    PassOption,
+    PassContext,
+    PassSpec,
+    PipelineSpec,
+    get_all_passes,
+    get_all_pipelines,
+    register_pass,
+    register_pipeline,
+)
+
+# Each module registers its passes on import.
+from . import donate  # noqa: F401
+
+__all__ = [
+    "PassOption",
+    "PassContext",
+    "PassSpec",
+    "PipelineSpec",
+    "get_all_passes",
+    "get_all_pipelines",
+    "register_pass",
+    "register_pipeline",
+]

@@ -1,0 +1,164 @@
+"""``tdf-donate``: turn argument donation into bufferization writability.
+
+Every ``func.func`` with a body: a tensor argument marked ``tdf.donate`` gets
+``bufferization.writable = true`` (One-Shot Bufferize may then update its
+buffer in place), every other tensor argument ``bufferization.writable =
+false`` (it is never written: an update copies it first).
+
+A donated argument that no result and no update can use gets a warning naming
+it (JAX's "Some donated buffers were not usable"); option ``strict`` makes it
+an error. Usable means: a function result has the argument's type, or the
+argument (or a view of it) is the destination of an update
+(``tensor.insert_slice``/``tensor.insert``/``tensor.scatter`` dest, a
+destination-style init such as a linalg ``outs``, a ``tdf.call_inplace``
+in-place operand, an ``scf.for`` iter_arg init).
+
+Before::
+
+    func.func @step(%cache: tensor<4x8xf32> {tdf.donate}, %row: tensor<1x8xf32>)
+
+After::
+
+    func.func @step(%cache: tensor<4x8xf32> {bufferization.writable = true, tdf.donate},
+                    %row: tensor<1x8xf32> {bufferization.writable = false})
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from .registry import PassContext, PassOption, register_pass
+
+DONATE_ATTR = "tdf.donate"
+WRITABLE_ATTR = "bufferization.writable"
+
+# Ops whose operand #i is updated (destination) in a functional way.
+_DEST_OPERANDS = {
+    "tensor.insert_slice": (1,),
+    "tensor.insert": (1,),
+    "tensor.scatter": (1,),
+    "tensor.parallel_insert_slice": (1,),
+}
+# Ops whose result is a view of operand #0.
+_VIEW_OPS = {
+    "tensor.extract_slice",
+    "tensor.expand_shape",
+    "tensor.collapse_shape",
+    "tensor.cast",
+    "tensor.reshape",
+    "tensor.bitcast",
+    "tdf.assume_unaliased",
+}
+
+
+def is_kernel_like(func) -> bool:
+    """True for declarations (kernels, opaque callees): nothing to donate."""
+    return len(func.regions[0].blocks) == 0
+
+
+def _is_update_use(use) -> bool:
+    owner = use.owner
+    name = owner.name
+    index = use.operand_number
+    if index in _DEST_OPERANDS.get(name, ()):
+        return True
+    if name == "tdf.call_inplace":
+        indices = list(ir.DenseI64ArrayAttr(owner.attributes["inplace_indices"]))
+        return index in indices
+    if name == "scf.for":
+        return index >= 3  # lower bound, upper bound, step, then iter_args
+    if name.startswith("linalg."):
+        # Destination-style ops: the inits are the trailing operands, one per result.
+        return index >= len(owner.operands) - len(owner.results) and len(owner.results) > 0
+    return False
+
+
+def _updated(value, seen=None) -> bool:
+    """True when ``value`` or a view of it is the destination of an update."""
+    seen = seen if seen is not None else set()
+    for use in value.uses:
+        if _is_update_use(use):
+            return True
+        owner = use.owner
+        if owner.name in _VIEW_OPS and use.operand_number == 0:
+            result = owner.results[0]
+            key = id(result)
+            if key not in seen:
+                seen.add(key)
+                if _updated(result, seen):
+                    return True
+    return False
+
+
+def donation_is_usable(func, index: int) -> bool:
+    """JAX's rule (a result has the argument's type) or an in-place update."""
+    arg = func.regions[0].blocks[0].arguments[index]
+    result_types = list(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results)
+    if any(t == arg.type for t in result_types):
+        return True
+    return _updated(arg)
+
+
+def _arg_dicts(func) -> list[dict]:
+    count = len(func.regions[0].blocks[0].arguments)
+    if "arg_attrs" not in func.attributes:
+        return [{} for _ in range(count)]
+    array = ir.ArrayAttr(func.attributes["arg_attrs"])
+    return [{named.name: named.attr for named in ir.DictAttr(d)} for d in array]
+
+
+def donate_function(func, ctx: PassContext) -> None:
+    block = func.regions[0].blocks[0]
+    dicts = _arg_dicts(func)
+    changed = False
+    for index, arg in enumerate(block.arguments):
+        if not isinstance(arg.type, ir.RankedTensorType) and not ir.RankedTensorType.isinstance(arg.type):
+            continue
+        donated = DONATE_ATTR in dicts[index]
+        writable = ir.BoolAttr.get(donated)
+        if WRITABLE_ATTR not in dicts[index] or ir.BoolAttr(dicts[index][WRITABLE_ATTR]).value != donated:
+            dicts[index][WRITABLE_ATTR] = writable
+            changed = True
+        if donated:
+            ctx.statistic("donated")
+            if not donation_is_usable(func, index):
+                ctx.statistic("unusable")
+                name = ir.StringAttr(func.attributes["sym_name"]).value
+                message = (f"donated argument #{index} of @{name} (type {arg.type}) "
+                           f"cannot be used: no result has its type and nothing updates it")
+                if ctx.option("strict"):
+                    ctx.error(func, message)
+                else:
+                    ctx.warning(func, message + "; its buffer will not be reused")
+        else:
+            ctx.statistic("readonly")
+    if changed:
+        func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])
+
+
+def tensor_functions(op):
+    """Every func.func with a body at or under ``op``."""
+    found = []
+
+    def visit(inner):
+        if inner.name == "func.func" and not is_kernel_like(inner):
+            found.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return found
+
+
+@register_pass(
+    "tdf-donate",
+    "Mark tdf.donate arguments bufferization.writable=true and every other tensor argument false",
+    options=[PassOption("strict", bool, False,
+                        "Make an unusable donated argument an error instead of a warning")],
+    statistics=[("donated", "Donated tensor arguments made writable"),
+                ("readonly", "Tensor arguments made read-only"),
+                ("unusable", "Donated arguments no result or update can use")],
+)
+def donate(op, ctx: PassContext) -> None:
+    """Runs on any op; handles every func.func with a body at or under it."""
+    for func in tensor_functions(op):
+        donate_function(func, ctx)

@@ -1,0 +1,94 @@
+//===- Bridge.h - C++ side of the tdf Python extension ----------*- C++ -*-===//
+//
+// Plain C++ entry points used by the nanobind module. They are compiled without
+// RTTI and exceptions, like MLIR itself, so they may subclass MLIR classes; the
+// nanobind module (built with RTTI and exceptions) only sees these declarations
+// and C API handles.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TDF_PYTHON_BRIDGE_H
+#define TDF_PYTHON_BRIDGE_H
+
+#include "mlir-c/IR.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tdfpy {
+
+/// The value of one option of a Python pass when it runs.
+struct PassOptionValue {
+  std::string name;
+  char kind; // 'b' bool, 'i' integer, 's' string
+  bool boolValue = false;
+  int64_t intValue = 0;
+  std::string stringValue;
+};
+
+/// Called when a Python pass runs on `op`. Returns true on success. On failure
+/// `error` holds a message to emit on `op` (empty when the pass emitted its own
+/// diagnostics). `statistics` has one counter per declared statistic, to be
+/// incremented by the callee.
+using PythonPassRunFn = bool (*)(void *userData, MlirOperation op,
+                                 const std::vector<PassOptionValue> &options,
+                                 std::vector<int64_t> &statistics,
+                                 std::string &error);
+
+/// A pass implemented in Python, as registered with the MLIR pass registry.
+struct PythonPassSpec {
+  struct Option {
+    std::string name;
+    char kind; // 'b', 'i' or 's'
+    std::string defaultValue;
+    std::string description;
+  };
+  struct Statistic {
+    std::string name;
+    std::string description;
+  };
+  std::string argument;
+  std::string description;
+  std::vector<Option> options;
+  std::vector<Statistic> statistics;
+  PythonPassRunFn run = nullptr;
+  void *userData = nullptr; // owned by the caller for the process lifetime
+};
+
+/// Registers `spec` with the global MLIR pass registry, so that its argument
+/// can be named in textual pipelines and on the tdf-opt command line. Returns
+/// an error message, empty on success. Option kinds and integer defaults are
+/// validated by the caller.
+std::string registerPythonPass(const PythonPassSpec &spec);
+
+/// Expands the options string of a pipeline (the text between the braces,
+/// possibly empty) to a comma-separated pass list. Returns true on success;
+/// on failure `result` holds the error message.
+using PipelineExpandFn = bool (*)(void *userData, const std::string &options,
+                                  std::string &result);
+
+/// Registers a pass pipeline whose passes are computed from its options by
+/// `expand`. Returns an error message, empty on success.
+std::string registerPipeline(const std::string &argument,
+                             const std::string &description,
+                             PipelineExpandFn expand, void *userData);
+
+/// True when a pass or pass pipeline named `argument` is registered.
+bool isPassRegistered(const std::string &argument);
+
+/// Registers the tdf dialect and its interface models in `registry`.
+void registerDialect(MlirDialectRegistry registry);
+
+/// Emits a diagnostic at `loc` (severity: 0 error, 1 warning, 2 remark) with optional notes at other locations.
+void emitDiagnostic(MlirLocation loc, int severity, const std::string &message,
+                    const std::vector<std::pair<MlirLocation, std::string>>
+                        &notes);
+
+/// Runs the mlir-opt-style driver of tdf-opt with `args` (argv including the
+/// program name) in `context`. Returns the process exit code.
+int optMain(MlirContext context, const std::vector<std::string> &args);
+
+} // namespace tdfpy
+
+#endif // TDF_PYTHON_BRIDGE_H

@@ -1,0 +1,159 @@
+//===- TDFModule.cpp - nanobind module tdf._tdf ---------------------------===//
+//
+// The native part of the tdf Python package: dialect registration, the bridge
+// that registers Python passes with MLIR's pass registry, diagnostics with
+// any severity, and the tdf-opt driver.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bridge.h"
+
+#include "mlir/Bindings/Python/Nanobind.h"
+#include "mlir/Bindings/Python/NanobindAdaptors.h"
+
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+namespace nb = nanobind;
+
+namespace {
+
+/// Calls the Python runner of a pass. The runner is
+/// `run(op, options: dict) -> (ok: bool, error: str, statistics: list[int])`
+/// and should not raise; if it does, the exception text becomes the error.
+bool runPythonPass(void *userData, MlirOperation op,
+                   const std::vector<tdfpy::PassOptionValue> &options,
+                   std::vector<int64_t> &statistics, std::string &error) {
+  nb::gil_scoped_acquire gil;
+  try {
+    nb::dict values;
+    for (const tdfpy::PassOptionValue &option : options) {
+      if (option.kind == 'b')
+        values[option.name.c_str()] = nb::bool_(option.boolValue);
+      else if (option.kind == 'i')
+        values[option.name.c_str()] = nb::int_(option.intValue);
+      else
+        values[option.name.c_str()] = nb::str(option.stringValue.c_str());
+    }
+    nb::handle runner(static_cast<PyObject *>(userData));
+    nb::object result = runner(nb::cast(op), values);
+    auto [ok, message, counts] =
+        nb::cast<std::tuple<bool, std::string, std::vector<int64_t>>>(result);
+    for (size_t i = 0; i < counts.size() && i < statistics.size(); ++i)
+      statistics[i] += counts[i];
+    error = message;
+    return ok;
+  } catch (nb::python_error &e) {
+    error = std::string("python pass raised: ") + e.what();
+    return false;
+  } catch (std::exception &e) {
+    error = std::string("python pass failed: ") + e.what();
+    return false;
+  }
+}
+
+/// Calls the Python expander of a pipeline:
+/// `expand(options: str) -> (ok: bool, text: str)`.
+bool expandPipeline(void *userData, const std::string &options,
+                    std::string &result) {
+  nb::gil_scoped_acquire gil;
+  try {
+    nb::handle expand(static_cast<PyObject *>(userData));
+    auto [ok, text] =
+        nb::cast<std::tuple<bool, std::string>>(expand(options.c_str()));
+    result = text;
+    return ok;
+  } catch (nb::python_error &e) {
+    result = std::string("pipeline expansion raised: ") + e.what();
+    return false;
+  } catch (std::exception &e) {
+    result = std::string("pipeline expansion failed: ") + e.what();
+    return false;
+  }
+}
+
+} // namespace
+
+NB_MODULE(_tdf, m) {
+  m.doc() = "native part of tdf: dialect registration, Python pass bridge, "
+            "tdf-opt driver";
+
+  m.def(
+      "register_dialect",
+      [](MlirDialectRegistry registry) { tdfpy::registerDialect(registry); },
+      nb::arg("registry"),
+      "Registers the tdf dialect and its interface models in a "
+      "DialectRegistry.");
+
+  m.def(
+      "register_pass",
+      [](const std::string &argument, const std::string &description,
+         const std::vector<std::tuple<std::string, std::string, std::string,
+                                      std::string>> &options,
+         const std::vector<std::pair<std::string, std::string>> &statistics,
+         nb::object runner) {
+        tdfpy::PythonPassSpec spec;
+        spec.argument = argument;
+        spec.description = description;
+        for (const auto &[name, kind, defaultValue, desc] : options) {
+          if (kind.size() != 1)
+            throw nb::value_error(("option '" + name + "' has kind '" + kind +
+                                   "'; expected 'b', 'i' or 's'")
+                                      .c_str());
+          spec.options.push_back({name, kind[0], defaultValue, desc});
+        }
+        for (const auto &[name, desc] : statistics)
+          spec.statistics.push_back({name, desc});
+        spec.run = runPythonPass;
+        spec.userData = runner.release().ptr(); // kept for the process
+        std::string error = tdfpy::registerPythonPass(spec);
+        if (!error.empty()) {
+          nb::handle(static_cast<PyObject *>(spec.userData)).dec_ref();
+          throw nb::value_error(error.c_str());
+        }
+      },
+      nb::arg("argument"), nb::arg("description"), nb::arg("options"),
+      nb::arg("statistics"), nb::arg("runner"),
+      "Registers a pass implemented in Python with MLIR's pass registry.");
+
+  m.def(
+      "register_pipeline",
+      [](const std::string &argument, const std::string &description,
+         nb::object expand) {
+        void *userData = expand.release().ptr(); // kept for the process
+        std::string error = tdfpy::registerPipeline(argument, description,
+                                                  expandPipeline, userData);
+        if (!error.empty()) {
+          nb::handle(static_cast<PyObject *>(userData)).dec_ref();
+          throw nb::value_error(error.c_str());
+        }
+      },
+      nb::arg("argument"), nb::arg("description"), nb::arg("expand"),
+      "Registers a pipeline whose pass list `expand(options)` computes.");
+
+  m.def("is_pass_registered", &tdfpy::isPassRegistered, nb::arg("argument"),
+        "True when a pass or pipeline with this argument is registered.");
+
+  m.def(
+      "emit_diagnostic",
+      [](MlirLocation loc, int severity, const std::string &message,
+         const std::vector<std::pair<MlirLocation, std::string>> &notes) {
+        if (severity < 0 || severity > 2)
+          throw nb::value_error("severity must be 0 (error), 1 (warning) or "
+                                "2 (remark)");
+        tdfpy::emitDiagnostic(loc, severity, message, notes);
+      },
+      nb::arg("location"), nb::arg("severity"), nb::arg("message"),
+      nb::arg("notes") = std::vector<std::pair<MlirLocation, std::string>>(),
+      "Emits a diagnostic (0 error, 1 warning, 2 remark) with notes.");
+
+  m.def(
+      "opt_main",
+      [](MlirContext context, const std::vector<std::string> &args) {
+        return tdfpy::optMain(context, args);
+      },
+      nb::arg("context"), nb::arg("args"),
+      "Runs the tdf-opt driver with argv `args`; returns the exit code.");
+}

@@ -1,0 +1,65 @@
+"""Running textual pass pipelines (upstream and tdf passes mixed)."""
+
+from __future__ import annotations
+
+from mlir import ir, passmanager
+
+from .errors import DiagnosticRecord, PipelineError
+
+__all__ = ["run_pipeline", "capture_diagnostics"]
+
+
+class capture_diagnostics:
+    """Context manager collecting every diagnostic emitted in ``ctx`` while
+    active (warnings and remarks included) as :class:`DiagnosticRecord`s."""
+
+    def __init__(self, ctx: ir.Context, filename: str | None = None):
+        self.ctx = ctx
+        self.filename = filename
+        self.records: list[DiagnosticRecord] = []
+        self._handler = None
+
+    def _handle(self, diag) -> bool:
+        self.records.append(DiagnosticRecord.from_mlir(diag, self.filename))
+        return True
+
+    def __enter__(self) -> "capture_diagnostics":
+        self._handler = self.ctx.attach_diagnostic_handler(self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._handler.detach()
+
+    def of_severity(self, severity: str) -> list[DiagnosticRecord]:
+        return [r for r in self.records if r.severity == severity]
+
+
+def run_pipeline(module, pipeline: str, filename: str | None = None,
+                 diagnostics: list | None = None) -> None:
+    """Runs the textual ``pipeline`` (e.g.
+    ``"builtin.module(tdf-donate, one-shot-bufferize{bufferize-function-boundaries})"``)
+    on ``module`` (an ``ir.Module`` or ``ir.Operation``), in place.
+
+    Raises :class:`tdf.PipelineError` when the pipeline does not parse (unknown
+    pass, bad option) or a pass fails; the error lists the diagnostics as
+    ``file:line:col: error: ...``. Warnings and remarks emitted by passes that
+    succeed are appended to ``diagnostics`` when a list is given.
+    """
+    op = module.operation if isinstance(module, ir.Module) else module
+    ctx = op.context
+    if not isinstance(pipeline, str) or not pipeline.strip():
+        raise PipelineError(f"expected a textual pass pipeline, got {pipeline!r}")
+    with capture_diagnostics(ctx, filename) as captured:
+        try:
+            pm = passmanager.PassManager.parse(pipeline, context=ctx)
+        except ValueError as err:
+            raise PipelineError(f"invalid pass pipeline {pipeline!r}: {err}",
+                                captured.records) from None
+        try:
+            pm.run(op)
+        except ir.MLIRError as err:
+            records = captured.records or [
+                DiagnosticRecord.from_mlir(d, filename) for d in err.error_diagnostics]
+            raise PipelineError(f"pass pipeline {pipeline!r} failed", records) from None
+    if diagnostics is not None:
+        diagnostics.extend(captured.records)
