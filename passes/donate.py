@@ -112,7 +112,7 @@ def donate_function(func, ctx: PassContext) -> None:
     dicts = _arg_dicts(func)
     changed = False
     for index, arg in enumerate(block.arguments):
-        if not isinstance(arg.type, ir.RankedTensorType) and not ir.RankedTensorType.isinstance(arg.type):
+        if not isinstance(arg.type, ir.RankedTensorType):
             continue
         donated = DONATE_ATTR in dicts[index]
         writable = ir.BoolAttr.get(donated)

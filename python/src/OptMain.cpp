@@ -172,6 +172,8 @@ int tdfpy::optMain(MlirContext cContext, const std::vector<std::string> &args) {
     return 1;
 
   context->allowUnregisteredDialects(options->allowUnregisteredDialects);
+  // As mlir-opt: expected-* lines match diagnostics without the op dump.
+  context->printOpOnDiagnostic(!options->verifyDiagnostics);
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> input =
       openInputFile(options->inputFilename, &errorMessage);
