@@ -1,0 +1,383 @@
+"""tdf's pipelines: ``tdf-bufferize`` and ``tdf-lower-to-cpu``, plus the two
+small helper passes they need around upstream bufferization and deallocation.
+
+Pipelines (nameable in any textual pipeline, ``tdf-opt`` and Python):
+
+``tdf-bufferize``
+    ``tdf-donate`` → One-Shot Bufferize (function boundaries, identity-layout
+    function signatures) → ``tdf-drop-donated-results`` → ownership-based
+    deallocation with ``tdf-unown-opaque-results`` between the deallocation
+    and its lowering. No leaks; the only copies left are the ones the safety
+    rules force (a non-donated argument that is updated, an in-place operand
+    that is still read later, an opaque call result, see below).
+
+    Options: ``dealloc`` (bool, default true): insert deallocations.
+
+``tdf-lower-to-cpu``
+    [``tdf-insert-inplace``] → [``tdf-verify-inplace{strict}``] →
+    ``tdf-bufferize`` → linalg to loops → affine/scf/cf/vector/memref/arith/
+    math/index/func → LLVM → ``reconcile-unrealized-casts``. The result is an
+    LLVM-dialect module for ``mlir.execution_engine.ExecutionEngine``.
+
+    Options: ``inplace`` (bool, default true): run ``tdf-insert-inplace``
+    first; ``strict`` (bool, default false): run
+    ``tdf-verify-inplace{strict=true}`` before bufferizing.
+
+Helper passes:
+
+``tdf-drop-donated-results``
+    A public function's result that is (after bufferization) exactly one of
+    its donated arguments is dropped from the signature, so that the caller
+    keeps using its own (updated in place) buffer and deallocation does not
+    clone it. The attribute ``tdf.returned_args`` records, per original
+    result, the argument it was (or -1). Functions called inside the module
+    are left alone. Before::
+
+        func.func @step(%cache: memref<8x4xf32> {tdf.donate}, %row: memref<1x4xf32>)
+            -> memref<8x4xf32> {
+          ...
+          return %cache : memref<8x4xf32>
+        }
+
+    After::
+
+        func.func @step(%cache: memref<8x4xf32> {tdf.donate}, %row: memref<1x4xf32>)
+            attributes {tdf.returned_args = array<i64: 0>} {
+          ...
+          return
+        }
+
+``tdf-unown-opaque-results``
+    Ownership-based deallocation assumes the caller owns every memref a call
+    returns, but an opaque callee (a declaration returning memrefs, what
+    ``tdf.call_opaque`` bufferizes to) may return a buffer it keeps or one
+    that aliases an argument. Option ``phase=snapshot`` (run before the
+    deallocation pass) copies each opaque result into a fresh buffer right
+    after the call and redirects every use to the copy; option
+    ``phase=unown`` (run after it) sets the deallocation condition of the
+    opaque result itself to false, so tdf never frees or writes the callee's
+    buffer. Before (``phase=snapshot``)::
+
+        %r = call @opaque(%a) : (memref<4xf32>) -> memref<4xf32>
+        "use"(%r)
+
+    After::
+
+        %r = call @opaque(%a) : (memref<4xf32>) -> memref<4xf32>
+        %owned = memref.alloc() : memref<4xf32>
+        memref.copy %r, %owned : memref<4xf32> to memref<4xf32>
+        "use"(%owned)
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from .registry import PassContext, PassOption, register_pass, register_pipeline
+
+ONE_SHOT = ("one-shot-bufferize{bufferize-function-boundaries "
+            "function-boundary-type-conversion=identity-layout-map}")
+RETURNED_ARGS_ATTR = "tdf.returned_args"
+
+_VIEW_LIKE = {
+    "memref.cast", "memref.subview", "memref.reinterpret_cast",
+    "memref.expand_shape", "memref.collapse_shape", "memref.view",
+    "memref.transpose", "memref.extract_strided_metadata",
+}
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _functions(op):
+    found = []
+
+    def visit(inner):
+        if inner.name == "func.func":
+            found.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return found
+
+
+def _has_body(func) -> bool:
+    return len(func.regions[0].blocks) > 0
+
+
+def _sym_name(func) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def _is_public(func) -> bool:
+    if "sym_visibility" not in func.attributes:
+        return True
+    return ir.StringAttr(func.attributes["sym_visibility"]).value == "public"
+
+
+def _called_symbols(op) -> set:
+    names = set()
+
+    def visit(inner):
+        if inner.name in ("func.call", "tdf.call", "tdf.call_inplace", "tdf.call_opaque"):
+            names.add(ir.FlatSymbolRefAttr(inner.attributes["callee"]).value)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return names
+
+
+def _arg_dicts(func) -> list[dict]:
+    count = len(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).inputs)
+    if "arg_attrs" not in func.attributes:
+        return [{} for _ in range(count)]
+    return [{n.name: n.attr for n in ir.DictAttr(d)} for d in ir.ArrayAttr(func.attributes["arg_attrs"])]
+
+
+def _strip_casts(value):
+    while isinstance(value.owner, ir.Operation) and value.owner.name == "memref.cast":
+        value = value.owner.operands[0]
+    return value
+
+
+def _root(value):
+    """The value a memref view chain starts from."""
+    while isinstance(value.owner, ir.Operation) and value.owner.name in _VIEW_LIKE:
+        value = value.owner.operands[0]
+    return value
+
+
+def opaque_callees(module_op) -> set:
+    """Names of declarations (no body) that return memrefs: what
+    ``tdf.call_opaque`` bufferizes to."""
+    names = set()
+    for func in _functions(module_op):
+        if _has_body(func):
+            continue
+        ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        if any(isinstance(t, ir.MemRefType) for t in ftype.results):
+            names.add(_sym_name(func))
+    return names
+
+
+def _opaque_calls(op):
+    names = opaque_callees(op)
+    calls = []
+
+    def visit(inner):
+        if inner.name == "func.call" and ir.FlatSymbolRefAttr(inner.attributes["callee"]).value in names:
+            calls.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return calls
+
+
+# ------------------------------------------------------------ helper passes
+
+
+@register_pass(
+    "tdf-drop-donated-results",
+    "Drop public-function results that are a donated argument (updated in place) "
+    "and record them in tdf.returned_args",
+    statistics=[("dropped", "Results dropped because they are a donated argument")],
+)
+def drop_donated_results(op, ctx: PassContext) -> None:
+    """See the module docstring: runs after One-Shot Bufferize, before
+    deallocation; only public functions with a body that nothing in the
+    module calls."""
+    called = _called_symbols(op)
+    for func in _functions(op):
+        if not _has_body(func) or not _is_public(func) or _sym_name(func) in called:
+            continue
+        ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        if not any(isinstance(t, ir.MemRefType) for t in ftype.results):
+            continue
+        block = func.regions[0].blocks[0]
+        dicts = _arg_dicts(func)
+        returns = []
+
+        def visit(inner):
+            if inner.name == "func.return":
+                returns.append(inner)
+            return ir.WalkResult.ADVANCE
+
+        func.walk(visit)
+        if len(returns) != 1:
+            continue  # several exits (unstructured control flow): leave alone
+        ret = returns[0]
+        mapping = []
+        for value in ret.operands:
+            source = _strip_casts(value)
+            index = -1
+            if isinstance(source.owner, ir.Block) and source.owner == block:
+                arg_index = ir.BlockArgument(source).arg_number
+                if "tdf.donate" in dicts[arg_index] and source.type == value.type:
+                    index = arg_index
+            mapping.append(index)
+        if all(i < 0 for i in mapping):
+            continue
+        kept = [v for v, i in zip(ret.operands, mapping) if i < 0]
+        with ir.InsertionPoint(ret), ret.location:
+            ir.Operation.create("func.return", operands=kept)
+        ret.erase()
+        new_results = [t for t, i in zip(ftype.results, mapping) if i < 0]
+        func.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(ftype.inputs), new_results))
+        if "res_attrs" in func.attributes:
+            res = [a for a, i in zip(ir.ArrayAttr(func.attributes["res_attrs"]), mapping) if i < 0]
+            if res:
+                func.attributes["res_attrs"] = ir.ArrayAttr.get(res)
+            else:
+                del func.attributes["res_attrs"]
+        func.attributes[RETURNED_ARGS_ATTR] = ir.DenseI64ArrayAttr.get(mapping)
+        ctx.statistic("dropped", sum(1 for i in mapping if i >= 0))
+
+
+def _snapshot_opaque_results(op, ctx: PassContext) -> None:
+    for call in _opaque_calls(op):
+        for result in call.results:
+            if not isinstance(result.type, ir.MemRefType):
+                continue
+            uses = [(u.owner, u.operand_number) for u in result.uses]
+            mtype = ir.MemRefType(result.type)
+            owned_type = ir.MemRefType.get(mtype.shape, mtype.element_type,
+                                           memory_space=mtype.memory_space)
+            with ir.InsertionPoint.after(call), call.location:
+                index = ir.IndexType.get()
+                dynamic = []
+                for dim, size in enumerate(mtype.shape):
+                    if size == ir.ShapedType.get_dynamic_size():
+                        c = ir.Operation.create(
+                            "arith.constant", results=[index],
+                            attributes={"value": ir.IntegerAttr.get(index, dim)})
+                        d = ir.Operation.create("memref.dim", results=[index],
+                                                operands=[result, c.result])
+                        dynamic.append(d.result)
+                alloc = ir.Operation.create(
+                    "memref.alloc", results=[owned_type], operands=dynamic,
+                    attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(dynamic), 0])})
+                owned = alloc.result
+                if owned_type != mtype:
+                    owned = ir.Operation.create("memref.cast", results=[mtype], operands=[owned]).result
+                ir.Operation.create("memref.copy", operands=[result, alloc.result])
+            for owner, number in uses:
+                owner.operands[number] = owned
+            ctx.statistic("snapshots")
+
+
+def _unown_opaque_results(op, ctx: PassContext) -> None:
+    results = set()
+    for call in _opaque_calls(op):
+        for result in call.results:
+            results.add(result)
+    if not results:
+        return
+    deallocs = []
+
+    def visit(inner):
+        if inner.name == "bufferization.dealloc":
+            deallocs.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    for dealloc in deallocs:
+        count = ir.DenseI32ArrayAttr(dealloc.attributes["operandSegmentSizes"])[0]
+        for i in range(count):
+            if _root(dealloc.operands[i]) in results:
+                with ir.InsertionPoint(dealloc), dealloc.location:
+                    false = ir.Operation.create(
+                        "arith.constant", results=[ir.IntegerType.get_signless(1)],
+                        attributes={"value": ir.IntegerAttr.get(ir.IntegerType.get_signless(1), 0)})
+                dealloc.operands[count + i] = false.result
+                ctx.statistic("unowned")
+
+
+@register_pass(
+    "tdf-unown-opaque-results",
+    "Keep deallocation away from buffers returned by opaque calls",
+    options=[PassOption("phase", str, "snapshot",
+                        "snapshot: copy opaque results into owned buffers (before deallocation); "
+                        "unown: never free the callee's buffer (after deallocation)")],
+    statistics=[("snapshots", "Opaque results copied into owned buffers"),
+                ("unowned", "Deallocations of opaque results removed")],
+)
+def unown_opaque_results(op, ctx: PassContext) -> None:
+    """See the module docstring."""
+    phase = ctx.option("phase")
+    if phase == "snapshot":
+        _snapshot_opaque_results(op, ctx)
+    elif phase == "unown":
+        _unown_opaque_results(op, ctx)
+    else:
+        ctx.error(op, f"unknown phase '{phase}' (expected 'snapshot' or 'unown')")
+
+
+# --------------------------------------------------------------- pipelines
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+@register_pipeline(
+    "tdf-bufferize",
+    "tdf-donate, One-Shot Bufferize with function boundaries, ownership-based deallocation",
+    options=[PassOption("dealloc", bool, True, "Insert buffer deallocations (no leaks)")],
+)
+def bufferize_pipeline(options: dict) -> str:
+    """Expands to the bufferization pass list (see the module docstring)."""
+    passes = ["tdf-donate", ONE_SHOT, "tdf-drop-donated-results", "canonicalize", "cse"]
+    if options["dealloc"]:
+        passes += [
+            "tdf-unown-opaque-results{phase=snapshot}",
+            "expand-realloc",
+            "ownership-based-buffer-deallocation",
+            "tdf-unown-opaque-results{phase=unown}",
+            "canonicalize",
+            "buffer-deallocation-simplification",
+            "bufferization-lower-deallocations",
+            "cse",
+            "canonicalize",
+        ]
+    return ", ".join(passes)
+
+
+LOWER_TO_LLVM = [
+    "convert-linalg-to-loops",
+    "lower-affine",
+    "convert-vector-to-scf",
+    "convert-scf-to-cf",
+    "expand-strided-metadata",
+    "lower-affine",
+    "convert-vector-to-llvm",
+    "finalize-memref-to-llvm",
+    "convert-math-to-libm",
+    "convert-math-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-func-to-llvm",
+    "convert-cf-to-llvm",
+    "reconcile-unrealized-casts",
+]
+
+
+@register_pipeline(
+    "tdf-lower-to-cpu",
+    "In-place rewrite, bufferization and lowering to the LLVM dialect for the CPU JIT",
+    options=[
+        PassOption("inplace", bool, True, "Run tdf-insert-inplace first"),
+        PassOption("strict", bool, False,
+                   "Run tdf-verify-inplace{strict=true}: a copy forced by a tdf.call_inplace is an error"),
+    ],
+)
+def lower_to_cpu_pipeline(options: dict) -> str:
+    """Expands to the CPU lowering pass list (see the module docstring)."""
+    passes = []
+    if options["inplace"]:
+        passes.append("tdf-insert-inplace")
+    if options["strict"]:
+        passes.append("tdf-verify-inplace{strict=true}")
+    passes.append("tdf-bufferize")
+    passes += LOWER_TO_LLVM
+    return ", ".join(passes)
