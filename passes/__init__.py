@@ -19,6 +19,7 @@ from .registry import (
 # Each module registers its passes on import.
 from . import donate  # noqa: F401
 from . import pipelines  # noqa: F401
+from . import lower_to_nvvm  # noqa: F401
 
 __all__ = [
     "PassOption",
