@@ -5,12 +5,15 @@ The pipeline runs, in order (each stage is also available on its own through
 
 1. ``donate``: ``tdf-donate`` (and ``tdf-insert-inplace`` when ``inplace``);
 2. ``bufferize``: One-Shot Bufferize with function boundaries and identity
-   layouts, then ``canonicalize, cse``. The in-place decisions are fixed here:
+   layouts, then ``canonicalize, cse`` (self-copies fold away) and
+   ``symbol-dce`` (kernels nobody calls are not compiled). The in-place decisions are fixed here:
    an operand updated in place is the same buffer as the result;
 3. ``gpu``: ``tdf-gpu-device-memory`` (below) makes every buffer a device
    buffer with explicit, counted host<->device transfers at the entry points;
-   linalg ops on memrefs become ``scf.parallel`` loops, tiled, mapped
-   innermost-first (the contiguous dimension on ``threadIdx.x``: coalesced),
+   linalg ops on memrefs become ``scf.parallel`` loops (unit dimensions
+   folded away), ``tdf-gpu-coalesce`` puts their dimensions innermost first,
+   they are tiled (guards, no min/max bounds) and mapped outermost-first: the
+   contiguous dimension lands on ``threadIdx.x`` (coalesced accesses),
    turned into ``gpu.launch`` and outlined into ``gpu.func`` kernels;
    ``tdf-gpu-check-host-access`` then rejects host code that would still
    touch device memory;
@@ -25,10 +28,13 @@ Options of ``tdf-lower-to-nvvm``:
   against a table of chips and the PTX ISA version each needs (MLIR aborts
   the process when the PTX version is too old for the chip);
 * ``inplace`` (default true): run ``tdf-insert-inplace``;
+* ``strict`` (default false): run ``tdf-verify-inplace{strict=true}`` (a copy
+  forced by a ``tdf.call_inplace`` is an error);
 * ``format`` (default ``isa``): ``isa`` (PTX text), ``bin`` or ``fatbin``;
 * ``opt-level`` (default 3): 0 to 3;
-* ``tile-sizes`` (default ``16,32``): ``scf-parallel-loop-tiling`` sizes; the
-  last one is the thread-block width along the contiguous dimension;
+* ``tile-sizes`` (default ``32,8``): thread-block shape, innermost dimension
+  first: the first size is the block width along the contiguous dimension
+  (``threadIdx.x``), the second along the next dimension, and so on;
 * ``stop-at`` (default ``nvvm``): ``bufferize``, ``gpu`` or ``nvvm``, the last
   stage to run (``gpu`` leaves the GPU dialect for inspection).
 
@@ -135,14 +141,18 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
     ``options`` (a full option dict, see the module docstring)."""
     validate_options(options)
     donate = "tdf-donate" + (", tdf-insert-inplace" if options["inplace"] else "")
+    if options["strict"]:
+        donate += ", tdf-verify-inplace{strict=true}"
     stages = [
         ("donate", donate),
-        ("bufferize", f"{BUFFERIZE}, canonicalize, cse"),
+        ("bufferize", f"{BUFFERIZE}, canonicalize, cse, canonicalize, symbol-dce"),
         ("gpu", ", ".join([
             "tdf-gpu-device-memory",
-            "func.func(convert-linalg-to-parallel-loops, "
-            f"scf-parallel-loop-tiling{{parallel-loop-tile-sizes={options['tile-sizes']}}}, "
-            "gpu-map-parallel-loops{mapping-policy=innermost-first}, "
+            "func.func(convert-linalg-to-parallel-loops, canonicalize)",
+            "tdf-gpu-coalesce",
+            "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes="
+            f"{options['tile-sizes']} no-min-max-bounds=true}}, "
+            "gpu-map-parallel-loops{mapping-policy=outermost-first}, "
             "convert-parallel-loops-to-gpu, canonicalize)",
             "gpu-kernel-outlining",
             "tdf-gpu-check-host-access",
@@ -160,9 +170,11 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
 PIPELINE_OPTIONS = [
     PassOption("chip", str, "sm_90", "Target GPU, sm_<N>[a] (validated; picks the PTX version)"),
     PassOption("inplace", bool, True, "Run tdf-insert-inplace before bufferization"),
+    PassOption("strict", bool, False,
+               "Run tdf-verify-inplace{strict=true}: a copy forced by a tdf.call_inplace is an error"),
     PassOption("format", str, "isa", "gpu.binary format: isa (PTX), bin (cubin) or fatbin"),
     PassOption("opt-level", int, 3, "NVVM optimization level, 0 to 3"),
-    PassOption("tile-sizes", str, "16,32", "scf-parallel-loop-tiling sizes (thread block shape)"),
+    PassOption("tile-sizes", str, "32,8", "Thread block shape, innermost (contiguous) dimension first"),
     PassOption("stop-at", str, "nvvm", "Last stage to run: bufferize, gpu or nvvm"),
 ]
 
@@ -283,7 +295,8 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
     """Explicit transfers at a public entry point: every memref argument is
     copied to a fresh device buffer (h2d); at each return, donated arguments
     are copied back (d2h) and returned device buffers copied to fresh host
-    buffers (d2h); device buffers made in the entry block are freed."""
+    buffers (d2h); device buffers made in the entry block are freed. The
+    ``tdf.donate`` attributes are dropped (the transfers now say it)."""
     block = func.regions[0].blocks[0]
     attrs = _arg_attr_dicts(func)
     first = block.operations[0]
@@ -336,6 +349,11 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
                 gpu.DeallocOp(None, [], alloc.results[0])
             for position, value in enumerate(new_operands):
                 ret.operands[position] = value
+    # Donation is now explicit in the transfers; the attribute is only valid on
+    # tensor arguments and would be rejected on the LLVM functions.
+    if any(_DONATE in d for d in attrs):
+        cleaned = [ir.DictAttr.get({k: v for k, v in d.items() if k != _DONATE}) for d in attrs]
+        func.attributes["arg_attrs"] = ir.ArrayAttr.get(cleaned)
     ctx.statistic("entry-points")
 
 
@@ -364,7 +382,8 @@ def gpu_device_memory(op, ctx: PassContext) -> None:
     (``d2h``) and a result that is a donated argument's buffer returns that
     argument; other results are copied to fresh host buffers. Every transfer
     carries ``tdf.transfer = "h2d"|"d2h"``. Device buffers created in the
-    entry block are freed before returning.
+    entry block are freed before returning. ``tdf.donate`` is dropped from
+    the entry's arguments (only valid on tensors).
 
     Before::
 
@@ -375,7 +394,7 @@ def gpu_device_memory(op, ctx: PassContext) -> None:
 
     After::
 
-        func.func @step(%cache: memref<4x16xf32> {tdf.donate}, ...) -> memref<4x16xf32> {
+        func.func @step(%cache: memref<4x16xf32>, ...) -> memref<4x16xf32> {
           %dcache = gpu.alloc () : memref<4x16xf32>
           gpu.memcpy %dcache, %cache {tdf.transfer = "h2d"} ...
           ... (writes %dcache)
@@ -391,6 +410,62 @@ def gpu_device_memory(op, ctx: PassContext) -> None:
                 ctx.error(func, "the GPU path needs a single-block entry function")
                 continue
             _bridge_entry(func, allocs, ctx)
+
+
+def _reverse_parallel_dims(loop) -> None:
+    """Reverses the dimensions of an ``scf.parallel`` in place: bounds and
+    steps are permuted, and every use of induction variable ``i`` becomes a
+    use of the variable now at position ``rank - 1 - i``."""
+    rank = len(loop.regions[0].blocks[0].arguments)
+    if rank < 2:
+        return
+    operands = list(loop.operands)
+    for group in range(3):  # lower bounds, upper bounds, steps
+        for dim in range(rank):
+            loop.operands[group * rank + dim] = operands[group * rank + rank - 1 - dim]
+    args = list(loop.regions[0].blocks[0].arguments)
+    uses = [[(u.owner, u.operand_number) for u in arg.uses] for arg in args]
+    for dim, dim_uses in enumerate(uses):
+        for owner, number in dim_uses:
+            owner.operands[number] = args[rank - 1 - dim]
+
+
+@register_pass(
+    "tdf-gpu-coalesce",
+    "Put the dimensions of outermost scf.parallel loops innermost first, for coalesced GPU mapping",
+    statistics=[("reversed", "scf.parallel loops whose dimensions were reversed")],
+)
+def gpu_coalesce(op, ctx: PassContext) -> None:
+    """Reverses the dimensions of every outermost ``scf.parallel`` without
+    reductions, so that the contiguous (last) dimension of the row-major
+    buffers comes first. ``scf-parallel-loop-tiling`` then gives it the first
+    tile size and ``gpu-map-parallel-loops{mapping-policy=outermost-first}``
+    maps it to ``threadIdx.x``: consecutive threads touch consecutive
+    addresses.
+
+    Before::
+
+        scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c128) step (%c1, %c1) {
+          %v = memref.load %a[%i, %j] : memref<64x128xf32>
+
+    After::
+
+        scf.parallel (%j, %i) = (%c0, %c0) to (%c128, %c64) step (%c1, %c1) {
+          %v = memref.load %a[%i, %j] : memref<64x128xf32>
+    """
+    loops = []
+
+    def visit(inner):
+        if inner.name == "scf.parallel":
+            if len(inner.results) == 0:
+                loops.append(inner)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for loop in loops:
+        _reverse_parallel_dims(loop)
+        ctx.statistic("reversed")
 
 
 _HOST_FORBIDDEN = ("memref.load", "memref.store", "memref.copy", "affine.load", "affine.store",

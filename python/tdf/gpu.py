@@ -1,0 +1,448 @@
+"""The GPU path: compile a tdf program for NVIDIA GPUs (NVVM, PTX, cubin) and
+run it where a GPU exists.
+
+    prog = tdf.gpu.compile_nvvm(text, chip="sm_90")
+    prog.ptx              # PTX text of every kernel module
+    prog.cubin            # cubin bytes (ptxas found, one kernel module) or None
+    prog.report()         # in-place decisions, device copies, host<->device transfers
+    out = prog.step(cache, row, 3)   # numpy in/out; raises GPUUnavailableError without a GPU
+
+The compilation runs the stages of the ``tdf-lower-to-nvvm`` pipeline
+(:mod:`tdf.passes.lower_to_nvvm`) one by one and records what each decided:
+after donation/in-place rewriting the ``tdf.call_inplace`` decisions, after
+bufferization the copies and allocations left on the device, after GPU
+mapping the explicit ``gpu.memcpy`` transfers (tagged ``tdf.transfer``) and
+kernel launches, and after NVVM the PTX of each ``gpu.binary``. When
+``ptxas`` is on ``PATH`` each PTX module is assembled for the chip (the
+result is ``cubins``; a failure raises :class:`GPUCompileError`).
+
+Calls go through ``mlir.execution_engine.ExecutionEngine`` with
+``libmlir_cuda_runtime.so`` (the MLIR tools wheel); they need
+``libcuda.so.1`` and a device, checked (with ``cuInit``) before anything
+loads the CUDA runtime library, so a machine without a GPU gets a
+:class:`GPUUnavailableError`, never a crash.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from .context import Context
+from .errors import TDFError
+from .parsing import parse
+from .pipeline import run_pipeline
+
+__all__ = [
+    "compile_nvvm",
+    "GPUProgram",
+    "GPUReport",
+    "GPUError",
+    "GPUCompileError",
+    "GPUUnavailableError",
+    "cuda_available",
+]
+
+
+class GPUError(TDFError):
+    """Base class of the GPU path's errors."""
+
+
+class GPUCompileError(GPUError, ValueError):
+    """Bad GPU compile options (chip, format, ...) or PTX that ptxas rejects."""
+
+
+class GPUUnavailableError(GPUError):
+    """A compiled GPU program was called on a machine without a usable
+    CUDA driver (``libcuda.so.1``) or device."""
+
+
+def _passes():
+    from . import passes  # the installed tdf.passes package
+
+    return passes
+
+
+def cuda_available() -> tuple[bool, str]:
+    """(True, "") when ``libcuda.so.1`` loads, ``cuInit`` succeeds and at
+    least one device exists; otherwise (False, reason)."""
+    name = ctypes.util.find_library("cuda") or "libcuda.so.1"
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError as err:
+            return False, f"the CUDA driver library libcuda.so.1 cannot be loaded ({err})"
+    status = lib.cuInit(0)
+    if status != 0:
+        return False, f"cuInit failed with CUDA error {status} (no usable GPU)"
+    count = ctypes.c_int(0)
+    status = lib.cuDeviceGetCount(ctypes.byref(count))
+    if status != 0 or count.value == 0:
+        return False, "the CUDA driver reports no GPU device"
+    return True, ""
+
+
+def _mlir_lib(name: str) -> str:
+    root = list(importlib.util.find_spec("mlir").submodule_search_locations)[0]
+    return os.path.join(root, "lib", name)
+
+
+# ---------------------------------------------------------------------------
+# Reporting
+# ---------------------------------------------------------------------------
+
+def _bytes_of(mtype) -> int:
+    """Bytes of a statically shaped memref/tensor type; -1 when dynamic."""
+    if not mtype.has_static_shape:
+        return -1
+    count = 1
+    for extent in mtype.shape:
+        count *= extent
+    element = mtype.element_type
+    width = getattr(element, "width", None)
+    if width is None:
+        width = 64 if isinstance(element, ir.IndexType) else 0
+    return count * width // 8
+
+
+def _walk(module, names) -> list:
+    found = []
+
+    def visit(op):
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def _loc(op, filename=None) -> str:
+    from .errors import format_location
+
+    return format_location(op.location, filename)
+
+
+@dataclass
+class GPUReport:
+    """What the GPU compilation decided, counted statically in the IR.
+
+    ``inplace``: one entry per ``tdf.call_inplace`` (callee, indices, location);
+    ``out_of_place_calls``: ``tdf.call``s left with fresh outputs;
+    ``device_copies``: ``(bytes, location)`` of every copy left on the device
+    after bufferization (a write into a slice, or a copy the in-place rules
+    forced); ``device_alloc_bytes``: bytes of device buffers per call
+    (arguments' device copies included); ``h2d``/``d2h``: ``(count, bytes)`` of
+    the explicit host<->device transfers per call; ``kernels``: launches in
+    the program text; ``compile_seconds``: per stage."""
+
+    inplace: list = field(default_factory=list)
+    out_of_place_calls: int = 0
+    device_copies: list = field(default_factory=list)
+    device_alloc_bytes: int = 0
+    h2d: tuple = (0, 0)
+    d2h: tuple = (0, 0)
+    kernels: int = 0
+    ptxas: str = "not run"
+    compile_seconds: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        lines = [f"in-place calls: {len(self.inplace)}"]
+        lines += [f"  @{c} inplace {i} at {l}" for c, i, l in self.inplace]
+        lines.append(f"out-of-place calls: {self.out_of_place_calls}")
+        lines.append(f"device copies: {len(self.device_copies)} "
+                     f"({sum(b for b, _ in self.device_copies if b > 0)} bytes)")
+        lines += [f"  {b} bytes at {l}" for b, l in self.device_copies]
+        lines.append(f"device buffers: {self.device_alloc_bytes} bytes per call")
+        lines.append(f"host->device transfers: {self.h2d[0]} ({self.h2d[1]} bytes)")
+        lines.append(f"device->host transfers: {self.d2h[0]} ({self.d2h[1]} bytes)")
+        lines.append(f"kernel launches: {self.kernels}")
+        lines.append(f"ptxas: {self.ptxas}")
+        lines.append("compile: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
+                                             for k, v in self.compile_seconds.items()))
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Compilation
+# ---------------------------------------------------------------------------
+
+def _options_text(options: dict) -> str:
+    parts = []
+    for key, value in options.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        parts.append(f"{key}={value}")
+    return " ".join(parts)
+
+
+def _run_ptxas(ptx: str, chip: str, ptxas: str) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="tdf-ptxas-") as tmp:
+        src = os.path.join(tmp, "kernel.ptx")
+        out = os.path.join(tmp, "kernel.cubin")
+        with open(src, "w") as handle:
+            handle.write(ptx)
+        done = subprocess.run([ptxas, f"-arch={chip}", "-O3", src, "-o", out],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise GPUCompileError(f"ptxas -arch={chip} rejected the PTX:\n{done.stderr.strip()}")
+        with open(out, "rb") as handle:
+            return handle.read()
+
+
+def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, strict: bool = False,
+                 **opts) -> "GPUProgram":
+    """Compiles a tdf program (text or ``ir.Module``; a module is cloned, not
+    changed) with ``tdf-lower-to-nvvm`` for ``chip``.
+
+    Keyword options: ``format`` (``isa``, ``bin``, ``fatbin``; default
+    ``isa``), ``opt_level`` (0-3, default 3), ``tile_sizes`` (default
+    ``"32,8"``), ``ptxas`` (path, default: ``ptxas`` on PATH; ``False`` skips
+    it), ``filename`` (for error locations).
+
+    Raises :class:`GPUCompileError` for a bad option (before MLIR sees it),
+    :class:`tdf.ParseError` for bad IR, :class:`tdf.PipelineError` when a
+    stage fails (e.g. host code that would touch device memory).
+    """
+    passes = _passes()
+    lower = passes.lower_to_nvvm
+    filename = opts.pop("filename", "<input>")
+    ptxas = opts.pop("ptxas", None)
+    options = {
+        "chip": chip,
+        "inplace": bool(inplace),
+        "strict": bool(strict),
+        "format": opts.pop("format", "isa"),
+        "opt-level": opts.pop("opt_level", 3),
+        "tile-sizes": opts.pop("tile_sizes", "32,8"),
+        "stop-at": "nvvm",
+    }
+    if opts:
+        raise GPUCompileError(f"compile_nvvm got unknown options: {', '.join(sorted(opts))}")
+    if not isinstance(chip, str):
+        raise GPUCompileError(f"chip must be a string such as 'sm_90', got {chip!r}")
+    if not isinstance(options["opt-level"], int) or not isinstance(options["tile-sizes"], str) \
+            or not isinstance(options["format"], str):
+        raise GPUCompileError("opt_level must be an int, tile_sizes and format strings")
+    try:
+        stages = lower.stage_pipelines(options)
+    except ValueError as err:
+        raise GPUCompileError(str(err)) from None
+
+    if isinstance(module_or_text, str):
+        module = parse(module_or_text, Context(), filename=filename)
+    elif isinstance(module_or_text, ir.Module):
+        module = ir.Module.parse(str(module_or_text.operation), context=module_or_text.context)
+    else:
+        raise TypeError(f"compile_nvvm expects IR text or an mlir.ir.Module, "
+                        f"got {type(module_or_text).__name__}")
+
+    report = GPUReport()
+    entries = {}
+    with module.context:
+        for func in _walk(module, ("func.func",)):
+            if len(func.regions[0].blocks) and ("sym_visibility" not in func.attributes or
+                                                ir.StringAttr(func.attributes["sym_visibility"]).value == "public"):
+                func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                fname = ir.StringAttr(func.attributes["sym_name"]).value
+                ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+                entries[fname] = ftype
+
+    texts = {}
+    for stage, pipeline in stages:
+        start = time.perf_counter()
+        run_pipeline(module, f"builtin.module({pipeline})", filename=filename)
+        report.compile_seconds[stage] = time.perf_counter() - start
+        texts[stage] = str(module)
+        if stage == "donate":
+            for op in _walk(module, ("tdf.call_inplace",)):
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
+                report.inplace.append((callee, indices, _loc(op, filename)))
+            report.out_of_place_calls = len(_walk(module, ("tdf.call",)))
+        elif stage == "bufferize":
+            for op in _walk(module, ("memref.copy",)):
+                report.device_copies.append((_bytes_of(op.operands[1].type), _loc(op, filename)))
+        elif stage == "gpu":
+            h2d = [0, 0]
+            d2h = [0, 0]
+            for op in _walk(module, ("gpu.memcpy",)):
+                if "tdf.transfer" not in op.attributes:
+                    continue
+                size = _bytes_of(op.operands[-1].type)
+                target = h2d if ir.StringAttr(op.attributes["tdf.transfer"]).value == "h2d" else d2h
+                target[0] += 1
+                target[1] += max(size, 0)
+            report.h2d, report.d2h = tuple(h2d), tuple(d2h)
+            report.device_alloc_bytes = sum(max(_bytes_of(op.results[0].type), 0)
+                                            for op in _walk(module, ("gpu.alloc",)))
+            report.kernels = len(_walk(module, ("gpu.launch_func",)))
+
+    ptx_modules = {}
+    for op in _walk(module, ("gpu.binary",)):
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        from mlir.dialects import gpu as gpu_dialect
+
+        for attr in ir.ArrayAttr(op.attributes["objects"]):
+            obj = gpu_dialect.ObjectAttr(attr)
+            if options["format"] == "isa":
+                ptx_modules[name] = obj.object.decode()
+
+    cubins = {}
+    if ptxas is None:
+        ptxas = shutil.which("ptxas")
+    if ptxas and options["format"] == "isa":
+        start = time.perf_counter()
+        for name, ptx in ptx_modules.items():
+            cubins[name] = _run_ptxas(ptx, chip, ptxas)
+        report.compile_seconds["ptxas"] = time.perf_counter() - start
+        report.ptxas = f"{len(cubins)} module(s) accepted by ptxas -arch={chip}"
+    elif options["format"] == "isa":
+        report.ptxas = "ptxas not found: PTX not assembled"
+    return GPUProgram(module, texts, ptx_modules, cubins, report, entries, chip)
+
+
+# ---------------------------------------------------------------------------
+# The program object and its calls
+# ---------------------------------------------------------------------------
+
+class GPUProgram:
+    """A compiled GPU program. Attributes: ``ptx`` (str: every kernel
+    module's PTX, each introduced by a ``// gpu.module @name`` line),
+    ``ptx_modules`` ({name: PTX}), ``cubins`` ({name: bytes}, empty without
+    ptxas), ``cubin`` (bytes of the only kernel module, else None),
+    ``module`` (the final ``ir.Module``), ``text`` (its text), ``gpu_text``
+    (the program after GPU mapping, before NVVM), ``chip``. Each public
+    function of the program is a callable attribute (numpy in/out)."""
+
+    def __init__(self, module, texts, ptx_modules, cubins, report, entries, chip):
+        self.module = module
+        self.text = texts.get("nvvm", str(module))
+        self.gpu_text = texts.get("gpu")
+        self.stage_texts = texts
+        self.ptx_modules = ptx_modules
+        self.ptx = "\n".join(f"// gpu.module @{n}\n{p}" for n, p in ptx_modules.items())
+        self.cubins = cubins
+        self.cubin = next(iter(cubins.values())) if len(cubins) == 1 else None
+        self.chip = chip
+        self._report = report
+        self._entries = entries
+        self._engine = None
+        for name in entries:
+            if not hasattr(self, name):
+                setattr(self, name, _GPUFunction(self, name, entries[name]))
+
+    def report(self) -> GPUReport:
+        """In-place decisions, device copies, device bytes, transfers
+        (counted statically per call), kernel launches, compile times."""
+        return self._report
+
+    def functions(self) -> list[str]:
+        return list(self._entries)
+
+    def _get_engine(self):
+        ok, reason = cuda_available()
+        if not ok:
+            raise GPUUnavailableError(f"cannot run the GPU program: {reason}")
+        if self._engine is None:
+            from mlir.execution_engine import ExecutionEngine
+
+            libs = [_mlir_lib("libmlir_cuda_runtime.so"), _mlir_lib("libmlir_c_runner_utils.so")]
+            for lib in libs:
+                if not os.path.exists(lib):
+                    raise GPUUnavailableError(f"cannot run the GPU program: {lib} is missing")
+            self._engine = ExecutionEngine(self.module, opt_level=2, shared_libs=libs)
+        return self._engine
+
+
+_NP_OF = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32",
+          "i64": "int64", "i8": "int8", "i16": "int16", "i1": "bool"}
+
+
+class _GPUFunction:
+    """A public function of a :class:`GPUProgram`: numpy arrays for memref
+    arguments, Python numbers for scalars; returns numpy arrays (a result
+    that is a donated argument's buffer is that argument, updated)."""
+
+    def __init__(self, program, name, ftype):
+        self.program = program
+        self.name = name
+        self.ftype = ftype
+
+    def _check(self, args):
+        import numpy as np
+
+        inputs = list(self.ftype.inputs)
+        if len(args) != len(inputs):
+            raise TypeError(f"@{self.name} takes {len(inputs)} arguments, got {len(args)}")
+        for index, (arg, type_) in enumerate(zip(args, inputs)):
+            if isinstance(type_, ir.RankedTensorType):
+                if not isinstance(arg, np.ndarray):
+                    raise TypeError(f"argument #{index} of @{self.name} must be a numpy array")
+                want = np.dtype(_NP_OF.get(str(type_.element_type), "void"))
+                if arg.dtype != want or tuple(arg.shape) != tuple(type_.shape):
+                    raise TypeError(f"argument #{index} of @{self.name} must be {type_} "
+                                    f"({want}{list(type_.shape)}), got {arg.dtype}{list(arg.shape)}")
+                if not arg.flags["C_CONTIGUOUS"]:
+                    raise TypeError(f"argument #{index} of @{self.name} must be C-contiguous")
+
+    def __call__(self, *args):
+        import numpy as np
+        from mlir import runtime as rt
+
+        self._check(args)
+        engine = self.program._get_engine()
+        results = list(self.ftype.results)
+        if len(results) > 1:
+            raise GPUError(f"@{self.name}: calling functions with several results is not supported "
+                           f"on the GPU path yet")
+        packed = []
+        keep = []
+        out_desc = None
+        if results:
+            rtype = results[0]
+            if not isinstance(rtype, ir.RankedTensorType):
+                raise GPUError(f"@{self.name}: only tensor results can be returned")
+            ctype = rt.as_ctype(np.dtype(_NP_OF[str(rtype.element_type)]))
+            out_desc = rt.make_nd_memref_descriptor(rtype.rank, ctype)()
+            packed.append(ctypes.pointer(ctypes.pointer(out_desc)))
+        for arg, type_ in zip(args, self.ftype.inputs):
+            if isinstance(type_, ir.RankedTensorType):
+                desc = rt.get_ranked_memref_descriptor(arg)
+                keep.append(desc)
+                packed.append(ctypes.pointer(ctypes.pointer(desc)))
+            elif isinstance(type_, ir.IndexType) or isinstance(type_, ir.IntegerType):
+                value = ctypes.c_int64(int(arg))
+                keep.append(value)
+                packed.append(ctypes.pointer(value))
+            elif isinstance(type_, ir.F32Type):
+                value = ctypes.c_float(float(arg))
+                keep.append(value)
+                packed.append(ctypes.pointer(value))
+            else:
+                value = ctypes.c_double(float(arg))
+                keep.append(value)
+                packed.append(ctypes.pointer(value))
+        engine.invoke(self.name, *packed)
+        if out_desc is None:
+            return None
+        address = ctypes.cast(out_desc.aligned, ctypes.c_void_p).value
+        for arg in args:
+            if isinstance(arg, np.ndarray) and arg.ctypes.data == address:
+                return arg  # the donated argument, updated
+        view = rt.ranked_memref_to_numpy([out_desc])
+        result = np.array(view, copy=True)
+        libc = ctypes.CDLL(None)
+        libc.free(ctypes.cast(out_desc.allocated, ctypes.c_void_p))
+        return result
