@@ -135,14 +135,14 @@ def _arg_dicts(func) -> list[dict]:
 
 
 def _strip_casts(value):
-    while isinstance(value.owner, ir.Operation) and value.owner.name == "memref.cast":
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name == "memref.cast":
         value = value.owner.operands[0]
     return value
 
 
 def _root(value):
     """The value a memref view chain starts from."""
-    while isinstance(value.owner, ir.Operation) and value.owner.name in _VIEW_LIKE:
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in _VIEW_LIKE:
         value = value.owner.operands[0]
     return value
 
@@ -188,50 +188,67 @@ def drop_donated_results(op, ctx: PassContext) -> None:
     module calls."""
     called = _called_symbols(op)
     for func in _functions(op):
-        if not _has_body(func) or not _is_public(func) or _sym_name(func) in called:
-            continue
-        ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        if not any(isinstance(t, ir.MemRefType) for t in ftype.results):
-            continue
-        block = func.regions[0].blocks[0]
-        dicts = _arg_dicts(func)
-        returns = []
+        if _has_body(func) and _is_public(func) and _sym_name(func) not in called:
+            _drop_donated_results(func, ctx)
+        _strip_donate(func)
 
-        def visit(inner):
-            if inner.name == "func.return":
-                returns.append(inner)
-            return ir.WalkResult.ADVANCE
 
-        func.walk(visit)
-        if len(returns) != 1:
-            continue  # several exits (unstructured control flow): leave alone
-        ret = returns[0]
-        mapping = []
-        for value in ret.operands:
-            source = _strip_casts(value)
-            index = -1
-            if isinstance(source.owner, ir.Block) and source.owner == block:
-                arg_index = ir.BlockArgument(source).arg_number
-                if "tdf.donate" in dicts[arg_index] and source.type == value.type:
-                    index = arg_index
-            mapping.append(index)
-        if all(i < 0 for i in mapping):
-            continue
-        kept = [v for v, i in zip(ret.operands, mapping) if i < 0]
-        with ir.InsertionPoint(ret), ret.location:
-            ir.Operation.create("func.return", operands=kept)
-        ret.erase()
-        new_results = [t for t, i in zip(ftype.results, mapping) if i < 0]
-        func.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(list(ftype.inputs), new_results))
-        if "res_attrs" in func.attributes:
-            res = [a for a, i in zip(ir.ArrayAttr(func.attributes["res_attrs"]), mapping) if i < 0]
-            if res:
-                func.attributes["res_attrs"] = ir.ArrayAttr.get(res)
-            else:
-                del func.attributes["res_attrs"]
-        func.attributes[RETURNED_ARGS_ATTR] = ir.DenseI64ArrayAttr.get(mapping)
-        ctx.statistic("dropped", sum(1 for i in mapping if i >= 0))
+def _strip_donate(func) -> None:
+    """``tdf.donate`` is consumed: the LLVM lowering must not see it."""
+    if "arg_attrs" not in func.attributes:
+        return
+    dicts = _arg_dicts(func)
+    if not any("tdf.donate" in d for d in dicts):
+        return
+    for d in dicts:
+        d.pop("tdf.donate", None)
+    func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])
+
+
+def _drop_donated_results(func, ctx: PassContext) -> None:
+    """Drops the results of ``func`` that are one of its donated arguments."""
+    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    if not any(isinstance(t, ir.MemRefType) for t in ftype.results):
+        return
+    block = func.regions[0].blocks[0]
+    dicts = _arg_dicts(func)
+    returns = []
+
+    def visit(inner):
+        if inner.name == "func.return":
+            returns.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    if len(returns) != 1:
+        return  # several exits (unstructured control flow): leave alone
+    ret = returns[0]
+    mapping = []
+    for value in ret.operands:
+        source = _strip_casts(value)
+        index = -1
+        if isinstance(source.owner, ir.Block) and source.owner == block:
+            arg_index = ir.BlockArgument(source).arg_number
+            if "tdf.donate" in dicts[arg_index] and source.type == value.type:
+                index = arg_index
+        mapping.append(index)
+    if all(i < 0 for i in mapping):
+        return
+    kept = [v for v, i in zip(ret.operands, mapping) if i < 0]
+    with ir.InsertionPoint(ret), ret.location:
+        ir.Operation.create("func.return", operands=kept)
+    ret.erase()
+    new_results = [t for t, i in zip(ftype.results, mapping) if i < 0]
+    func.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(list(ftype.inputs), new_results))
+    if "res_attrs" in func.attributes:
+        res = [a for a, i in zip(ir.ArrayAttr(func.attributes["res_attrs"]), mapping) if i < 0]
+        if res:
+            func.attributes["res_attrs"] = ir.ArrayAttr.get(res)
+        else:
+            del func.attributes["res_attrs"]
+    func.attributes[RETURNED_ARGS_ATTR] = ir.DenseI64ArrayAttr.get(mapping)
+    ctx.statistic("dropped", sum(1 for i in mapping if i >= 0))
 
 
 def _snapshot_opaque_results(op, ctx: PassContext) -> None:

@@ -1,0 +1,512 @@
+"""``tdf.compile``: from a tdf program (text or module) to callable functions.
+
+For ``target="cpu"`` the program goes through
+
+1. ``tdf-insert-inplace`` (when ``inplace=True``);
+2. an analysis-only One-Shot Bufferize run on a copy, which tells which
+   in-place writes happen and which operands must be copied first (and why):
+   the data of :meth:`Program.report` and of ``strict`` mode;
+3. ``tdf-bufferize`` (donation, One-Shot Bufferize, dropping results that are
+   donated arguments, ownership-based deallocation);
+4. the lowering to LLVM of ``tdf-lower-to-cpu`` and the MLIR
+   ``ExecutionEngine`` (with ``shared_libs`` for declaration-only kernels).
+
+Public functions with a body and tensor/scalar parameters are the entry
+points; each becomes an attribute of the returned :class:`Program` (see
+:mod:`tdf.runtime` for the calling convention)::
+
+    prog = tdf.compile(text)
+    new_cache = prog.step(cache, row, pos)      # cache is donated: new_cache is cache
+    print(prog.report())
+
+``target="nvvm"`` dispatches to :func:`tdf.gpu.compile_nvvm`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from mlir import ir
+
+from .context import Context
+from .errors import TDFError
+from .parsing import parse
+from .pipeline import run_pipeline
+from .runtime import DTYPES, EntryFunction, ScalarSpec, TensorSpec
+
+__all__ = ["compile", "Program", "CompileError", "StrictModeError", "InplaceDecision",
+           "Copy", "Allocation"]
+
+TARGETS = ("cpu", "nvvm")
+ANALYSIS = ("tdf-donate, one-shot-bufferize{bufferize-function-boundaries "
+            "function-boundary-type-conversion=identity-layout-map test-analysis-only}")
+_TENSOR_VIEWS = {"tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape",
+                 "tensor.cast", "tensor.reshape", "tensor.bitcast", "tdf.assume_unaliased"}
+
+
+class CompileError(TDFError):
+    """A program tdf.compile cannot compile (unsupported signature, missing
+    kernel symbol, bad option)."""
+
+
+class StrictModeError(CompileError):
+    """``strict=True`` and a ``tdf.call_inplace`` operand would be copied."""
+
+
+@dataclass
+class InplaceDecision:
+    """One write that One-Shot Bufferize performs in place (``inplace``) or
+    on a copy of its operand."""
+
+    function: str
+    op: str
+    location: str
+    operand: int
+    inplace: bool
+    reason: str = ""
+
+    def __str__(self):
+        verdict = "in place" if self.inplace else f"COPY ({self.reason})"
+        return f"@{self.function}: {self.op} operand #{self.operand} at {self.location}: {verdict}"
+
+
+@dataclass
+class Copy:
+    """A ``memref.copy`` left in the final buffer IR."""
+
+    function: str
+    location: str
+    nbytes: int | None
+    in_loop: bool
+    into_view: bool = False
+
+    def __str__(self):
+        size = "dynamic size" if self.nbytes is None else f"{self.nbytes} B"
+        what = " into a slice of its destination (the update itself)" if self.into_view else ""
+        return (f"@{self.function}: memref.copy of {size}{what} at {self.location}"
+                f"{' (in a loop)' if self.in_loop else ''}")
+
+
+@dataclass
+class Allocation:
+    """A ``memref.alloc``/``alloca`` left in the final buffer IR."""
+
+    function: str
+    location: str
+    nbytes: int | None
+    in_loop: bool
+
+
+@dataclass
+class Report:
+    """What :meth:`Program.report` returns; ``str()`` formats it."""
+
+    inplace: bool
+    calls_made_inplace: int
+    decisions: list = field(default_factory=list)
+    copies: list = field(default_factory=list)
+    allocations: list = field(default_factory=list)
+    returned_args: dict = field(default_factory=dict)
+
+    def bytes_allocated(self, function: str | None = None) -> int:
+        """Static bytes allocated per call (allocations in loops count once)."""
+        return sum(a.nbytes or 0 for a in self.allocations
+                   if function is None or a.function == function)
+
+    def bytes_copied(self, function: str | None = None) -> int:
+        return sum(c.nbytes or 0 for c in self.copies
+                   if function is None or c.function == function)
+
+    def __str__(self):
+        lines = [f"tdf report (in-place rewrite {'on' if self.inplace else 'off'}; "
+                 f"{self.calls_made_inplace} call(s) rewritten to tdf.call_inplace)"]
+        lines.append("in-place decisions:")
+        lines += [f"  {d}" for d in self.decisions] or ["  (no writes)"]
+        lines.append("copies that remain:")
+        lines += [f"  {c}" for c in self.copies] or ["  none"]
+        functions = sorted({a.function for a in self.allocations} | set(self.returned_args))
+        lines.append("bytes allocated per call (static count of the final IR):")
+        for name in functions:
+            allocs = [a for a in self.allocations if a.function == name]
+            dyn = sum(1 for a in allocs if a.nbytes is None)
+            loop = sum(1 for a in allocs if a.in_loop)
+            extra = []
+            if dyn:
+                extra.append(f"{dyn} of dynamic size")
+            if loop:
+                extra.append(f"{loop} inside loops (counted once)")
+            lines.append(f"  @{name}: {self.bytes_allocated(name)} B in {len(allocs)} allocation(s)"
+                         + (f" ({', '.join(extra)})" if extra else ""))
+            donated = [i for i in self.returned_args.get(name, []) if i >= 0]
+            if donated:
+                lines.append(f"    results returned in the donated argument(s) {donated}: 0 B")
+        return "\n".join(lines)
+
+
+class Program:
+    """A compiled CPU program. Each entry function is an attribute
+    (``prog.step(...)``) and is in :attr:`functions`."""
+
+    def __init__(self, functions, report, engine, llvm_ir: str, buffer_ir: str, context):
+        self.functions = dict(functions)
+        self._report = report
+        self._engine = engine
+        self._context = context
+        self.llvm_ir = llvm_ir
+        self.buffer_ir = buffer_ir
+        for name, fn in self.functions.items():
+            if not hasattr(type(self), name) and not name.startswith("_"):
+                setattr(self, name, fn)
+
+    def __getitem__(self, name):
+        return self.functions[name]
+
+    def report(self) -> Report:
+        """In-place decisions, remaining copies (and why) and the static bytes
+        allocated per call; ``print(prog.report())`` formats them."""
+        return self._report
+
+    def __repr__(self):
+        return f"<tdf.Program {', '.join('@' + n for n in self.functions)}>"
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _functions(module):
+    return [op for op in module.body.operations if op.operation.name == "func.func"]
+
+
+def _sym(func) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def _has_body(func) -> bool:
+    return len(func.regions[0].blocks) > 0
+
+
+def _is_public(func) -> bool:
+    return ("sym_visibility" not in func.attributes
+            or ir.StringAttr(func.attributes["sym_visibility"]).value == "public")
+
+
+def _ftype(func) -> ir.FunctionType:
+    return ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+
+
+def _arg_dicts(func, count):
+    if "arg_attrs" not in func.attributes:
+        return [{} for _ in range(count)]
+    return [{n.name: n.attr for n in ir.DictAttr(d)} for d in ir.ArrayAttr(func.attributes["arg_attrs"])]
+
+
+_FILENAME = ["<input>"]
+
+
+def _location(op) -> str:
+    from .errors import format_location
+    return format_location(op.location, _FILENAME[0])
+
+
+def _is_entry(func) -> bool:
+    if not _has_body(func) or not _is_public(func):
+        return False
+    ftype = _ftype(func)
+    return not any(isinstance(t, ir.MemRefType) for t in list(ftype.inputs) + list(ftype.results))
+
+
+def _tensor_spec(type_, where, donated=False) -> TensorSpec:
+    if not isinstance(type_, ir.RankedTensorType):
+        raise CompileError(f"{where}: unsupported type {type_} (expected a ranked tensor, "
+                           f"an index, an integer or a float)")
+    t = ir.RankedTensorType(type_)
+    if not t.has_static_shape:
+        raise CompileError(f"{where}: dynamic shapes are not supported by tdf.compile ({type_})")
+    element = str(t.element_type)
+    if element not in DTYPES:
+        raise CompileError(f"{where}: unsupported element type {element} "
+                           f"(supported: {', '.join(DTYPES)})")
+    return TensorSpec(t.shape, DTYPES[element], str(type_), donated)
+
+
+def _signature(func):
+    name = _sym(func)
+    ftype = _ftype(func)
+    dicts = _arg_dicts(func, len(ftype.inputs))
+    params = []
+    for i, t in enumerate(ftype.inputs):
+        where = f"@{name} argument #{i}"
+        if isinstance(t, ir.RankedTensorType):
+            params.append(_tensor_spec(t, where, "tdf.donate" in dicts[i]))
+        elif str(t) in ("index", "i64", "i32", "i16", "i8", "i1", "f32", "f64"):
+            params.append(ScalarSpec(str(t)))
+        else:
+            raise CompileError(f"{where}: unsupported type {t}")
+    results = [_tensor_spec(t, f"@{name} result #{i}") for i, t in enumerate(ftype.results)]
+    return params, results
+
+
+def _walk(op, fn):
+    def visit(inner):
+        fn(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+
+
+def _tensor_root(value):
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in _TENSOR_VIEWS:
+        value = value.owner.operands[0]
+    return value
+
+
+def _copy_reason(op, operand_number, func) -> str:
+    value = op.operands[operand_number]
+    root = _tensor_root(value)
+    if isinstance(root.owner, ir.Block):
+        block = root.owner
+        if block.owner is not None and block.owner.operation.name == "func.func":
+            index = ir.BlockArgument(root).arg_number
+            dicts = _arg_dicts(func, len(block.arguments))
+            if "tdf.donate" not in dicts[index]:
+                return f"it is the non-donated argument #{index} (read-only)"
+        return "it is a block argument whose buffer is still read"
+    if not isinstance(root.owner, ir.Block) and root.owner.operation.name == "arith.constant":
+        return "it is a constant"
+    if not isinstance(root.owner, ir.Block) and root.owner.operation.name == "tdf.call_opaque":
+        return "it may alias the result of an opaque call"
+    return "its value (or an alias) is still read after this op"
+
+
+def _analyse(module, context) -> tuple[list, list]:
+    """Runs One-Shot Bufferize in analysis-only mode on a copy; returns the
+    in-place decisions of every write and the copies forced on
+    ``tdf.call_inplace`` operands."""
+    copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), context=context)
+    run_pipeline(copy, f"builtin.module({ANALYSIS})")
+    decisions, forced = [], []
+    for func in _functions(copy):
+        if not _has_body(func):
+            continue
+        fname = _sym(func)
+
+        def visit(op, func=func, fname=fname):
+            if "__inplace_operands_attr__" not in op.attributes:
+                return
+            flags = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["__inplace_operands_attr__"])]
+            written = set(range(len(flags)))
+            if op.name == "tdf.call_inplace":
+                written = {i for i in ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]) if i >= 0}
+            elif op.name in ("tdf.call", "func.return", "func.call") or op.name in _TENSOR_VIEWS:
+                written = set()
+            elif op.name in ("tensor.insert_slice", "tensor.insert"):
+                written = {1}
+            elif op.name.startswith("linalg."):
+                written = set(range(len(op.operands) - len(op.results), len(op.operands)))
+            elif op.name in ("scf.for", "scf.yield", "scf.if", "tensor.extract", "tensor.empty",
+                             "bufferization.materialize_in_destination", "tdf.call_opaque"):
+                written = set() if op.name != "tdf.call_opaque" else written
+            for i in sorted(written):
+                if i >= len(flags) or flags[i] == "none":
+                    continue
+                inplace = flags[i] == "true"
+                reason = "" if inplace else _copy_reason(op, i, func)
+                decision = InplaceDecision(fname, op.name, _location(op), i, inplace, reason)
+                decisions.append(decision)
+                if op.name == "tdf.call_inplace" and not inplace:
+                    forced.append(decision)
+
+        _walk(func, visit)
+    return decisions, forced
+
+
+def _static_nbytes(mtype) -> int | None:
+    t = ir.MemRefType(mtype)
+    if not t.has_static_shape:
+        return None
+    element = str(t.element_type)
+    width = {"i1": 1, "index": 8}.get(element)
+    if width is None:
+        etype = t.element_type
+        bits = etype.width if hasattr(etype, "width") else 64
+        width = max(1, bits // 8)
+    return int(np.prod(t.shape, dtype=np.int64)) * width
+
+
+def _in_loop(op, func) -> bool:
+    parent = op.parent
+    while parent is not None and parent != func and parent.name != "func.func":
+        if parent.name in ("scf.for", "scf.while", "scf.parallel", "scf.forall", "affine.for"):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _buffers(module):
+    allocations, copies = [], []
+    for func in _functions(module):
+        if not _has_body(func):
+            continue
+        fname = _sym(func)
+
+        def visit(op, func=func, fname=fname):
+            if op.name in ("memref.alloc", "memref.alloca"):
+                allocations.append(Allocation(fname, _location(op), _static_nbytes(op.results[0].type),
+                                              _in_loop(op, func)))
+            elif op.name == "memref.copy":
+                target = op.operands[1]
+                into_view = (not isinstance(target.owner, ir.Block)
+                             and target.owner.operation.name == "memref.subview")
+                copies.append(Copy(fname, _location(op), _static_nbytes(target.type),
+                                   _in_loop(op, func), into_view))
+
+        _walk(func, visit)
+    return allocations, copies
+
+
+def _runtime_libs() -> list[str]:
+    spec = importlib.util.find_spec("mlir")
+    for root in spec.submodule_search_locations:
+        path = os.path.join(root, "lib", "libmlir_c_runner_utils.so")
+        if os.path.exists(path):
+            return [path]
+    return []
+
+
+def _check_symbols(module, shared_libs) -> None:
+    """Every declaration a kernel call reaches must be defined by one of the
+    shared libraries (or the process): fail here, with a clear message,
+    instead of inside the JIT."""
+    libs = [ctypes.CDLL(path) for path in shared_libs]
+    process = ctypes.CDLL(None)
+    called = set()
+
+    def visit(op):
+        if op.name == "func.call":
+            called.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+
+    _walk(module.operation, visit)
+    for func in _functions(module):
+        if _has_body(func) or _sym(func) not in called:
+            continue
+        name = _sym(func)
+        symbol = (f"_mlir_ciface_{name}" if "llvm.emit_c_interface" in func.attributes else name)
+        if not any(hasattr(lib, symbol) for lib in libs + [process]):
+            raise CompileError(
+                f"kernel @{name} has no body and no shared library defines '{symbol}' "
+                f"(pass the library with tdf.compile(..., shared_libs=[...]))")
+
+
+def _inplace_calls(module) -> int:
+    count = [0]
+
+    def visit(op):
+        if op.name == "tdf.call_inplace":
+            count[0] += 1
+
+    _walk(module.operation, visit)
+    return count[0]
+
+
+# ------------------------------------------------------------------ compile
+
+
+def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: bool = False,
+            opt_level: int = 2, shared_libs=(), chip: str = "sm_90", filename: str = "<input>"):
+    """Compiles a tdf program.
+
+    ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
+    modified). ``target``: ``"cpu"`` (a :class:`Program` of JIT-compiled
+    functions) or ``"nvvm"`` (dispatched to :func:`tdf.gpu.compile_nvvm` with
+    ``chip``). ``inplace``: run ``tdf-insert-inplace``. ``strict``: a copy
+    forced on a ``tdf.call_inplace`` operand raises :class:`StrictModeError`.
+    ``opt_level``: LLVM optimisation level 0–3. ``shared_libs``: libraries
+    defining declaration-only kernels, whose C interface is
+    ``void _mlir_ciface_<name>(MemRefDescriptor *...)`` (tdf marks every
+    declaration ``llvm.emit_c_interface``).
+
+    Raises :class:`tdf.ParseError`, :class:`tdf.PipelineError`,
+    :class:`CompileError` or ``ValueError``/``TypeError`` for bad options.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r} (expected one of {', '.join(TARGETS)})")
+    if target == "nvvm":
+        from . import gpu
+        return gpu.compile_nvvm(text_or_module, chip=chip, inplace=inplace, strict=strict)
+    if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be an integer in 0..3, got {opt_level!r}")
+    if isinstance(shared_libs, (str, bytes, os.PathLike)):
+        shared_libs = [shared_libs]
+    shared_libs = [os.fspath(p) for p in shared_libs]
+    for path in shared_libs:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"shared library not found: {path}")
+
+    _FILENAME[0] = filename
+    context = Context()
+    if isinstance(text_or_module, str):
+        module = parse(text_or_module, context, filename=filename)
+    elif isinstance(text_or_module, ir.Module):
+        text = text_or_module.operation.get_asm(enable_debug_info=True)
+        module = parse(text, context, filename=filename)
+    else:
+        raise TypeError(f"tdf.compile expects MLIR text or an mlir.ir.Module, "
+                        f"got {type(text_or_module).__name__}")
+
+    with context, ir.Location.unknown(context):
+        entries = {}
+        for func in _functions(module):
+            if _is_entry(func):
+                entries[_sym(func)] = _signature(func)
+        if not entries:
+            raise CompileError(f"{filename}: no public function with a body and tensor/scalar "
+                               f"parameters to compile")
+
+        before = _inplace_calls(module)
+        if inplace:
+            run_pipeline(module, "builtin.module(tdf-insert-inplace)", filename=filename)
+        calls_inplace = _inplace_calls(module) - before
+        decisions, forced = _analyse(module, context)
+        if strict and forced:
+            lines = "\n".join(f"  {d}" for d in forced)
+            raise StrictModeError(f"strict mode: {len(forced)} tdf.call_inplace operand(s) "
+                                  f"would be copied:\n{lines}")
+
+        run_pipeline(module, "builtin.module(tdf-bufferize)", filename=filename)
+        buffer_ir = str(module)
+        allocations, copies = _buffers(module)
+        returned = {}
+        for func in _functions(module):
+            name = _sym(func)
+            if name in entries:
+                if "tdf.returned_args" in func.attributes:
+                    returned[name] = list(ir.DenseI64ArrayAttr(func.attributes["tdf.returned_args"]))
+                else:
+                    returned[name] = [-1] * len(entries[name][1])
+                func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+            elif not _has_body(func):
+                func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        _check_symbols(module, shared_libs)
+
+        from .passes.pipelines import LOWER_TO_LLVM
+        run_pipeline(module, "builtin.module(" + ", ".join(LOWER_TO_LLVM) + ")", filename=filename)
+        llvm_ir = str(module)
+
+        from mlir.execution_engine import ExecutionEngine
+        engine = ExecutionEngine(module, opt_level=opt_level,
+                                 shared_libs=_runtime_libs() + shared_libs)
+        engine.initialize()
+
+    report = Report(inplace, calls_inplace, decisions, copies, allocations, returned)
+    functions = {}
+    for name, (params, results) in entries.items():
+        address = engine.raw_lookup(f"_mlir_ciface_{name}")
+        if not address:
+            raise CompileError(f"@{name}: the JIT has no symbol _mlir_ciface_{name}")
+        functions[name] = EntryFunction(name, params, results, returned[name], address,
+                                        keepalive=engine)
+    return Program(functions, report, engine, llvm_ir, buffer_ir, context)

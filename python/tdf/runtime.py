@@ -1,0 +1,316 @@
+"""The CPU runtime of compiled tdf programs: memref descriptors, argument
+checks and the numpy ↔ JIT call wrappers.
+
+A compiled entry function ``@f`` is called through its C interface
+(``_mlir_ciface_f``, emitted because the compiler marks entry functions
+``llvm.emit_c_interface``): every tensor argument is passed as a pointer to a
+ranked memref descriptor that points straight at the numpy array's data (no
+copy), scalars by value, and tensor results come back in a result struct of
+descriptors.
+
+Everything that does not depend on the call's values is computed once per
+function (:class:`EntryFunction`): the descriptor types and instances, the
+ctypes function pointer, the expected dtypes and shapes. A call only checks the
+arrays and stores their data pointers into the cached descriptors.
+
+Conventions (see ``docs/Runtime.md``):
+
+- a **donated** argument (``tdf.donate``) is updated in place; a result that
+  is that updated argument is returned as the very same numpy array object.
+  It must be a writeable, C-contiguous array of the exact dtype and shape, and
+  must not overlap any other argument (``ValueError`` otherwise);
+- a **non-donated** argument is never written. A non-contiguous array is
+  copied into a contiguous one first (correct result, one copy);
+- every other result is a fresh numpy array that owns its memory (freed with
+  the C allocator when the array is garbage collected);
+- wrong argument count, dtype or shape raise ``TypeError``/``ValueError``
+  naming the function and the argument.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+import numpy as np
+
+__all__ = [
+    "DTYPES",
+    "TensorSpec",
+    "ScalarSpec",
+    "EntryFunction",
+    "memref_descriptor_type",
+]
+
+# MLIR element type (as printed) → numpy dtype.
+DTYPES = {
+    "f64": np.dtype(np.float64),
+    "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
+    "i64": np.dtype(np.int64),
+    "i32": np.dtype(np.int32),
+    "i16": np.dtype(np.int16),
+    "i8": np.dtype(np.int8),
+    "i1": np.dtype(np.bool_),
+    "index": np.dtype(np.int64),
+}
+
+# MLIR scalar type → (ctypes type, Python kind, integer bits).
+_SCALARS = {
+    "f64": (ctypes.c_double, float, 0),
+    "f32": (ctypes.c_float, float, 0),
+    "i64": (ctypes.c_int64, int, 64),
+    "i32": (ctypes.c_int32, int, 32),
+    "i16": (ctypes.c_int16, int, 16),
+    "i8": (ctypes.c_int8, int, 8),
+    "i1": (ctypes.c_bool, bool, 1),
+    "index": (ctypes.c_int64, int, 64),
+}
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+_free = _libc.free
+_free.argtypes = [ctypes.c_void_p]
+_free.restype = None
+
+_DESCRIPTOR_TYPES: dict[int, type] = {}
+
+
+def memref_descriptor_type(rank: int) -> type:
+    """The ctypes struct of a ranked memref descriptor (allocated pointer,
+    aligned pointer, offset, sizes[rank], strides[rank]); one class per rank."""
+    cls = _DESCRIPTOR_TYPES.get(rank)
+    if cls is None:
+        fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+                  ("offset", ctypes.c_int64)]
+        if rank:
+            fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+        cls = type(f"MemRefDescriptor{rank}D", (ctypes.Structure,), {"_fields_": fields})
+        _DESCRIPTOR_TYPES[rank] = cls
+    return cls
+
+
+class TensorSpec:
+    """A statically shaped tensor parameter or result: shape, numpy dtype,
+    MLIR type text and (for parameters) whether it is donated."""
+
+    __slots__ = ("shape", "dtype", "type_text", "donated", "nbytes", "strides")
+
+    def __init__(self, shape, dtype, type_text, donated=False):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.type_text = type_text
+        self.donated = bool(donated)
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        strides, step = [], 1
+        for size in reversed(self.shape):
+            strides.append(step)
+            step *= max(size, 1)
+        self.strides = tuple(reversed(strides))
+
+    def __repr__(self):
+        return f"TensorSpec({self.type_text}{', donated' if self.donated else ''})"
+
+
+class ScalarSpec:
+    """A scalar parameter (index, integer or float) passed by value."""
+
+    __slots__ = ("type_text", "ctype", "kind", "bits")
+
+    def __init__(self, type_text):
+        self.type_text = type_text
+        self.ctype, self.kind, self.bits = _SCALARS[type_text]
+
+    def __repr__(self):
+        return f"ScalarSpec({self.type_text})"
+
+
+class _Owner:
+    """Frees a buffer the JIT code allocated (and handed to us) when the last
+    numpy array viewing it goes away."""
+
+    __slots__ = ("pointer",)
+
+    def __init__(self, pointer):
+        self.pointer = pointer
+
+    def __del__(self):
+        if self.pointer:
+            _free(self.pointer)
+            self.pointer = 0
+
+
+def _fill_static(desc, spec: TensorSpec) -> None:
+    desc.offset = 0
+    for i, (size, stride) in enumerate(zip(spec.shape, spec.strides)):
+        desc.sizes[i] = size
+        desc.strides[i] = stride
+
+
+class EntryFunction:
+    """A callable compiled entry function: ``fn(*arrays_and_scalars)``.
+
+    ``params`` are :class:`TensorSpec`/:class:`ScalarSpec` per argument,
+    ``results`` the :class:`TensorSpec` of every original result and
+    ``returned_args[i]`` the donated argument that result ``i`` is (or -1):
+    such results are not returned by the compiled code, the caller's array is
+    returned instead. ``address`` is the address of the packed wrapper of the ``_mlir_ciface_``
+    function (what ``ExecutionEngine.raw_lookup`` returns).
+    ``keepalive`` is held for as long as the function lives (the engine).
+    """
+
+    def __init__(self, name, params, results, returned_args, address, keepalive=None):
+        self.name = name
+        self.params = list(params)
+        self.results = list(results)
+        self.returned_args = list(returned_args)
+        self._keepalive = keepalive
+        self._jit_results = [r for r, a in zip(self.results, self.returned_args) if a < 0]
+        # The result struct: one descriptor if there is one memref result,
+        # a struct of descriptors if there are several.
+        self._result_descs = []
+        self._result_struct = None
+        if len(self._jit_results) == 1:
+            desc_type = memref_descriptor_type(len(self._jit_results[0].shape))
+            self._result_struct = desc_type()
+            self._result_descs = [self._result_struct]
+        elif len(self._jit_results) > 1:
+            fields = [(f"r{i}", memref_descriptor_type(len(r.shape)))
+                      for i, r in enumerate(self._jit_results)]
+            struct_type = type(f"{name}_results", (ctypes.Structure,), {"_fields_": fields})
+            self._result_struct = struct_type()
+            self._result_descs = [getattr(self._result_struct, f"r{i}") for i in range(len(fields))]
+        # The packed interface (``_mlir__mlir_ciface_<name>(void **args)``)
+        # takes one pointer per C-interface argument, pointing at the
+        # argument's storage: the array of pointers is fixed once and for
+        # all; a call only updates descriptors and scalar slots.
+        slots = []
+        self._descs = []
+        self._scalars = []
+        if self._result_struct is not None:
+            slots.append(ctypes.pointer(ctypes.pointer(self._result_struct)))
+        for spec in self.params:
+            if isinstance(spec, TensorSpec):
+                desc = memref_descriptor_type(len(spec.shape))()
+                if spec.shape:
+                    _fill_static(desc, spec)
+                self._descs.append(desc)
+                self._scalars.append(None)
+                slots.append(ctypes.pointer(ctypes.pointer(desc)))
+            else:
+                slot = spec.ctype()
+                self._descs.append(None)
+                self._scalars.append(slot)
+                slots.append(ctypes.pointer(slot))
+        self._slots = slots  # keeps the pointed-to objects alive
+        self._packed = (ctypes.c_void_p * max(1, len(slots)))(
+            *[ctypes.cast(p, ctypes.c_void_p) for p in slots])
+        self._cfunc = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        self._tensor_indices = [i for i, s in enumerate(self.params) if isinstance(s, TensorSpec)]
+        self._has_donated = any(isinstance(s, TensorSpec) and s.donated for s in self.params)
+
+    # -- argument checks ---------------------------------------------------
+
+    def _error(self, index, message, kind=ValueError):
+        return kind(f"@{self.name}: argument #{index} ({self.params[index].type_text}"
+                    f"{', donated' if getattr(self.params[index], 'donated', False) else ''}): {message}")
+
+    def _check_array(self, index, spec, value):
+        """Returns the array to pass (possibly a contiguous copy) or raises."""
+        if not isinstance(value, np.ndarray):
+            raise self._error(index, f"expected a numpy array, got {type(value).__name__}", TypeError)
+        if value.dtype != spec.dtype:
+            raise self._error(index, f"expected dtype {spec.dtype}, got {value.dtype}", TypeError)
+        if value.shape != spec.shape:
+            raise self._error(index, f"expected shape {spec.shape}, got {value.shape}")
+        if not value.flags.c_contiguous:
+            if spec.donated:
+                raise self._error(index, "a donated array must be C-contiguous to be updated in place "
+                                         "(pass np.ascontiguousarray(x) and use the returned array)")
+            value = np.ascontiguousarray(value)
+        if spec.donated and not value.flags.writeable:
+            raise self._error(index, "a donated array must be writeable")
+        return value
+
+    def _check_scalar(self, index, spec, value):
+        if spec.kind is float:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise self._error(index, f"expected a number, got {type(value).__name__}", TypeError)
+            return float(value)
+        if spec.kind is bool:
+            if not isinstance(value, (bool, np.bool_)):
+                raise self._error(index, f"expected a bool, got {type(value).__name__}", TypeError)
+            return bool(value)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise self._error(index, f"expected an integer, got {type(value).__name__}", TypeError)
+        value = int(value)
+        low, high = -(1 << (spec.bits - 1)), (1 << (spec.bits - 1)) - 1
+        if not low <= value <= high:
+            raise self._error(index, f"{value} does not fit in {spec.type_text}")
+        return value
+
+    def _check_overlaps(self, arrays):
+        """A donated array is written: it must not share memory with any
+        other argument (the program would read its new contents)."""
+        for i in self._tensor_indices:
+            if not self.params[i].donated:
+                continue
+            a = arrays[i]
+            for j in self._tensor_indices:
+                if j != i and np.may_share_memory(a, arrays[j]):
+                    raise self._error(i, f"a donated array must not share memory with argument #{j}")
+
+    # -- the call ----------------------------------------------------------
+
+    def __call__(self, *args):
+        params = self.params
+        if len(args) != len(params):
+            raise TypeError(f"@{self.name} takes {len(params)} argument(s), got {len(args)}")
+        arrays = list(args)
+        for i, spec in enumerate(params):
+            value = args[i]
+            if isinstance(spec, TensorSpec):
+                if (type(value) is not np.ndarray or value.dtype != spec.dtype
+                        or value.shape != spec.shape or not value.flags.c_contiguous
+                        or (spec.donated and not value.flags.writeable)):
+                    value = self._check_array(i, spec, value)
+                    arrays[i] = value
+                pointer = value.ctypes.data
+                desc = self._descs[i]
+                desc.allocated = pointer
+                desc.aligned = pointer
+            else:
+                self._scalars[i].value = self._check_scalar(i, spec, value)
+        if self._has_donated:
+            self._check_overlaps(arrays)
+        self._cfunc(self._packed)
+        return self._collect(arrays)
+
+    def _collect(self, arrays):
+        outs = []
+        owners = {}
+        jit = iter(zip(self._jit_results, self._result_descs))
+        for spec, arg in zip(self.results, self.returned_args):
+            if arg >= 0:
+                outs.append(arrays[arg])
+                continue
+            spec, desc = next(jit)
+            allocated = desc.allocated or 0
+            owner = owners.get(allocated)
+            if owner is None:
+                owner = owners[allocated] = _Owner(allocated)
+            address = (desc.aligned or 0) + desc.offset * spec.dtype.itemsize
+            if spec.nbytes == 0:
+                array = np.empty(spec.shape, spec.dtype)
+            else:
+                buffer = (ctypes.c_char * spec.nbytes).from_address(address)
+                buffer._tdf_owner = owner
+                array = np.frombuffer(buffer, spec.dtype).reshape(spec.shape)
+            outs.append(array)
+        if not outs:
+            return None
+        if len(outs) == 1:
+            return outs[0]
+        return tuple(outs)
+
+    def __repr__(self):
+        return f"<tdf entry @{self.name}({', '.join(map(repr, self.params))})>"
