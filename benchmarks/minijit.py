@@ -31,7 +31,7 @@ from mlir.runtime import get_ranked_memref_descriptor, make_nd_memref_descriptor
 import tdf
 from tdf.passes import get_all_passes
 
-__all__ = ["compile_text", "MiniProgram", "static_alloc_stats", "has_pass", "shared_libs"]
+__all__ = ["compile_text", "UnsupportedProgram", "MiniProgram", "static_alloc_stats", "has_pass", "shared_libs"]
 
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
 _LIBC.malloc.restype = ctypes.c_void_p
@@ -112,7 +112,7 @@ def _pipelines(inplace: bool, copy_all: bool, count_allocs: bool):
     if count_allocs:
         lower = [p + "{use-generic-functions}" if p == "finalize-memref-to-llvm" else p
                  for p in lower]
-    return ", ".join(stage1), ", ".join(dealloc + lower)
+    return ", ".join(stage1), ", ".join(dealloc), ", ".join(lower)
 
 
 def _nbytes(memref_type) -> int | None:
@@ -166,6 +166,10 @@ def static_alloc_stats(module: ir.Module, func_names=None) -> dict:
             continue
         fn.operation.walk(visit)
     return stats
+
+
+class UnsupportedProgram(RuntimeError):
+    """The program cannot be lowered by this pipeline without aborting."""
 
 
 class _AllocCounter:
@@ -391,7 +395,7 @@ def compile_text(text: str, inplace: bool = True, copy_all: bool = False,
     ctx = tdf.Context()
     with ctx, ir.Location.unknown():
         module = tdf.parse(text, ctx)
-        stage1, stage2 = _pipelines(inplace, copy_all, count_allocs)
+        stage1, dealloc, lower = _pipelines(inplace, copy_all, count_allocs)
         tdf.run_pipeline(module, f"builtin.module({stage1})")
         buffer_ir = str(module)
         static = static_alloc_stats(module)
@@ -409,7 +413,13 @@ def compile_text(text: str, inplace: bool = True, copy_all: bool = False,
                 fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
             if fn.operation.name == "func.func" and "arg_attrs" in fn.attributes:
                 del fn.attributes["arg_attrs"]  # tdf.donate is only valid on tensors
-        tdf.run_pipeline(module, f"builtin.module({stage2})")
+        tdf.run_pipeline(module, f"builtin.module({dealloc})")
+        if "xi1>" in str(module):
+            # finalize-memref-to-llvm asserts (aborts the process) on stores to
+            # i1 memrefs, which the generic deallocation helper creates.
+            raise UnsupportedProgram("deallocation needs i1 memrefs (the generic dealloc helper), "
+                                     "which finalize-memref-to-llvm cannot lower (it aborts)")
+        tdf.run_pipeline(module, f"builtin.module({lower})")
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=shared_libs())
         counter = None
         if count_allocs:
