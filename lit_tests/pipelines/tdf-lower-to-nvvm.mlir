@@ -1,0 +1,132 @@
+// The GPU path on the flagship programs: the GPU-dialect stage (in-place
+// decisions survive: kernels write the argument's device buffer, no device
+// copy) and the final NVVM/PTX stage for sm_90.
+// RUN: tdf-opt %s --split-input-file --tdf-lower-to-nvvm="inplace=false stop-at=gpu" | FileCheck %s --check-prefix=GPU
+// RUN: tdf-opt %s --split-input-file --tdf-lower-to-nvvm="inplace=false" | FileCheck %s --check-prefix=PTX
+// RUN: tdf-opt %s --split-input-file --tdf-lower-to-nvvm="inplace=false chip=sm_80" | FileCheck %s --check-prefix=SM80
+
+// Element-wise chain in place: x (donated) += y, twice, in x's device buffer.
+func.func private @add_inplace(%acc: memref<64x128xf32>, %rhs: memref<64x128xf32>) attributes {tdf.elementwise} {
+  linalg.add ins(%acc, %rhs : memref<64x128xf32>, memref<64x128xf32>) outs(%acc : memref<64x128xf32>)
+  return
+}
+func.func @chain_inplace(%x: tensor<64x128xf32> {tdf.donate}, %y: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  %0 = tdf.call_inplace @add_inplace(%x, %y) inplace [0] : (tensor<64x128xf32>, tensor<64x128xf32>) -> tensor<64x128xf32>
+  %1 = tdf.call_inplace @add_inplace(%0, %y) inplace [0] : (tensor<64x128xf32>, tensor<64x128xf32>) -> tensor<64x128xf32>
+  return %1 : tensor<64x128xf32>
+}
+
+// GPU-LABEL: func.func private @add_inplace
+// GPU: gpu.launch_func async {{.*}} @add_inplace_kernel::@add_inplace_kernel blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%[[C32:.*]], %[[C8:.*]], %{{.*}})
+// GPU: gpu.module @add_inplace_kernel
+// GPU: gpu.func @add_inplace_kernel(%[[ACC:.*]]: memref<64x128xf32>, %[[RHS:.*]]: memref<64x128xf32>) kernel
+// Coalesced: threadIdx.x walks the contiguous (last) dimension.
+// GPU: %[[TX:.*]] = gpu.thread_id x
+// GPU: %[[COL:.*]] = arith.addi %[[TX]]
+// GPU: memref.load %[[ACC]][%{{.*}}, %[[COL]]]
+// GPU: memref.store %{{.*}}, %[[ACC]][%{{.*}}, %[[COL]]]
+// GPU-LABEL: func.func @chain_inplace(
+// GPU-SAME: %[[X:[^:]*]]: memref<64x128xf32>, %[[Y:[^:]*]]: memref<64x128xf32>) -> memref<64x128xf32>
+// GPU: %[[DX:.*]], %{{.*}} = gpu.alloc async
+// GPU: gpu.memcpy async [%{{.*}}] %[[DX]], %[[X]] {{.*}}tdf.transfer = "h2d"
+// GPU: %[[DY:.*]], %{{.*}} = gpu.alloc async
+// GPU: gpu.memcpy async [%{{.*}}] %[[DY]], %[[Y]] {{.*}}tdf.transfer = "h2d"
+// GPU-NOT: gpu.memcpy
+// GPU-NOT: gpu.alloc
+// GPU: call @add_inplace(%[[DX]], %[[DY]])
+// GPU-NOT: gpu.memcpy
+// GPU-NOT: gpu.alloc
+// GPU: call @add_inplace(%[[DX]], %[[DY]])
+// GPU: gpu.memcpy async [%{{.*}}] %[[X]], %[[DX]] {{.*}}tdf.transfer = "d2h"
+// GPU-NOT: gpu.memcpy
+// GPU: gpu.dealloc async [%{{.*}}] %[[DX]] :
+// GPU: gpu.dealloc async [%{{.*}}] %[[DY]] :
+// GPU: return %[[X]] : memref<64x128xf32>
+
+// PTX-LABEL: llvm.func @add_inplace(
+// PTX: gpu.launch_func <%{{.*}} : !llvm.ptr> @add_inplace_kernel::@add_inplace_kernel
+// PTX: gpu.binary @add_inplace_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
+// PTX-SAME: .version 8.0\0A.target sm_90
+// PTX-SAME: .entry add_inplace_kernel
+// PTX-LABEL: llvm.func @chain_inplace(
+// PTX: llvm.call @mgpuMemAlloc
+// PTX: llvm.call @mgpuMemcpy
+// PTX: llvm.call @add_inplace(
+// PTX: llvm.call @add_inplace(
+// PTX: llvm.call @mgpuMemcpy
+// PTX: llvm.call @mgpuMemFree
+
+// SM80: #nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// SM80-SAME: .target sm_80
+
+// -----
+
+// KV-cache row update on a donated cache: only the row is written, into the
+// cache's own device buffer; the cache is never copied on the device.
+func.func @kv_cache_update(%cache: tensor<4x16x64xf32> {tdf.donate}, %row: tensor<4x1x64xf32>, %pos: index) -> tensor<4x16x64xf32> {
+  %updated = tensor.insert_slice %row into %cache[0, %pos, 0] [4, 1, 64] [1, 1, 1] : tensor<4x1x64xf32> into tensor<4x16x64xf32>
+  return %updated : tensor<4x16x64xf32>
+}
+
+// GPU-LABEL: func.func @kv_cache_update(
+// GPU-SAME: %[[CACHE:[^:]*]]: memref<4x16x64xf32>, %[[ROW:[^:]*]]: memref<4x1x64xf32>, %[[POS:[^:]*]]: index)
+// GPU: %[[DCACHE:.*]], %{{.*}} = gpu.alloc async {{.*}} : memref<4x16x64xf32>
+// GPU: gpu.memcpy async [%{{.*}}] %[[DCACHE]], %[[CACHE]] {{.*}}tdf.transfer = "h2d"
+// GPU: %[[DROW:.*]], %{{.*}} = gpu.alloc async {{.*}} : memref<4x1x64xf32>
+// GPU: gpu.memcpy async [%{{.*}}] %[[DROW]], %[[ROW]] {{.*}}tdf.transfer = "h2d"
+// GPU-NOT: gpu.alloc
+// GPU: %[[SLOT:.*]] = memref.subview %[[DCACHE]][0, %[[POS]], 0] [4, 1, 64] [1, 1, 1]
+// GPU-NOT: gpu.alloc
+// GPU-NOT: gpu.memcpy
+// GPU: gpu.launch_func async {{.*}} @kv_cache_update_kernel::@kv_cache_update_kernel {{.*}} args({{.*}}%[[DROW]] : memref<4x1x64xf32>, {{.*}}%[[SLOT]] : memref<4x1x64xf32, strided<[1024, 64, 1], offset: ?>>)
+// GPU: gpu.memcpy async [%{{.*}}] %[[CACHE]], %[[DCACHE]] {{.*}}tdf.transfer = "d2h"
+// GPU-NOT: gpu.memcpy
+// GPU: return %[[CACHE]]
+
+// PTX-LABEL: llvm.func @kv_cache_update(
+// PTX: llvm.call @mgpuMemcpy
+// PTX: gpu.launch_func <%{{.*}} : !llvm.ptr> @kv_cache_update_kernel::@kv_cache_update_kernel
+// PTX: llvm.call @mgpuMemcpy
+// PTX: gpu.binary @kv_cache_update_kernel
+// PTX-SAME: .target sm_90
+// PTX-SAME: .entry kv_cache_update_kernel
+
+// -----
+
+// Concat in place: each part is computed straight into its slice of the
+// result (the form tdf-insert-inplace gives a tensor.concat of computed parts).
+func.func @concat_inplace(%a: tensor<4x64xf32>, %b: tensor<4x64xf32>) -> tensor<8x64xf32> {
+  %empty = tensor.empty() : tensor<8x64xf32>
+  %top = tensor.extract_slice %empty[0, 0] [4, 64] [1, 1] : tensor<8x64xf32> to tensor<4x64xf32>
+  %exp_a = linalg.exp ins(%a : tensor<4x64xf32>) outs(%top : tensor<4x64xf32>) -> tensor<4x64xf32>
+  %half = tensor.insert_slice %exp_a into %empty[0, 0] [4, 64] [1, 1] : tensor<4x64xf32> into tensor<8x64xf32>
+  %bottom = tensor.extract_slice %half[4, 0] [4, 64] [1, 1] : tensor<8x64xf32> to tensor<4x64xf32>
+  %exp_b = linalg.exp ins(%b : tensor<4x64xf32>) outs(%bottom : tensor<4x64xf32>) -> tensor<4x64xf32>
+  %full = tensor.insert_slice %exp_b into %half[4, 0] [4, 64] [1, 1] : tensor<4x64xf32> into tensor<8x64xf32>
+  return %full : tensor<8x64xf32>
+}
+
+// GPU-LABEL: func.func @concat_inplace(
+// GPU-SAME: %[[A:[^:]*]]: memref<4x64xf32>, %[[B:[^:]*]]: memref<4x64xf32>) -> memref<8x64xf32>
+// GPU: %[[DA:.*]], %{{.*}} = gpu.alloc async
+// GPU: %[[DB:.*]], %{{.*}} = gpu.alloc async
+// GPU: %[[OUT:.*]], %{{.*}} = gpu.alloc async {{.*}} : memref<8x64xf32>
+// GPU-NOT: gpu.alloc
+// GPU-NOT: gpu.memcpy
+// GPU: %[[TOP:.*]] = memref.subview %[[OUT]][0, 0] [4, 64] [1, 1]
+// GPU: gpu.launch_func async {{.*}} args({{.*}}%[[DA]] : memref<4x64xf32>, %[[TOP]] :
+// GPU: %[[BOT:.*]] = memref.subview %[[OUT]][4, 0] [4, 64] [1, 1]
+// GPU: gpu.launch_func async {{.*}} args({{.*}}%[[DB]] : memref<4x64xf32>, %[[BOT]] :
+// GPU-NOT: gpu.launch_func
+// GPU: %[[HOST:.*]] = memref.alloc() : memref<8x64xf32>
+// GPU: gpu.memcpy async [%{{.*}}] %[[HOST]], %[[OUT]] {{.*}}tdf.transfer = "d2h"
+// GPU-DAG: gpu.dealloc async [%{{.*}}] %[[DA]] :
+// GPU-DAG: gpu.dealloc async [%{{.*}}] %[[DB]] :
+// GPU-DAG: gpu.dealloc async [%{{.*}}] %[[OUT]] :
+// GPU: return %[[HOST]]
+
+// PTX-LABEL: llvm.func @concat_inplace(
+// PTX: gpu.binary @concat_inplace_kernel
+// PTX-SAME: .target sm_90
+// PTX: gpu.binary @concat_inplace_kernel_0
+// PTX-SAME: .target sm_90
