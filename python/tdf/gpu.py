@@ -308,6 +308,8 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
             cubins[name] = _run_ptxas(ptx, chip, ptxas)
         report.compile_seconds["ptxas"] = time.perf_counter() - start
         report.ptxas = f"{len(cubins)} module(s) accepted by ptxas -arch={chip}"
+    elif ptxas is False:
+        report.ptxas = "not run (ptxas=False)"
     elif options["format"] == "isa":
         report.ptxas = "ptxas not found: PTX not assembled"
     return GPUProgram(module, texts, ptx_modules, cubins, report, entries, chip)
