@@ -220,6 +220,22 @@ class _AllocCounter:
         return {"calls": self.calls, "bytes": self.bytes, "peak": self.peak - self.base}
 
 
+_DESC_TYPES: dict = {}
+
+
+def _desc_type(rank: int):
+    """A ranked memref descriptor struct with plain ``c_void_p`` pointers
+    (same layout as MLIR's; one class per rank, built once)."""
+    t = _DESC_TYPES.get(rank)
+    if t is None:
+        fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+                  ("offset", ctypes.c_longlong)]
+        if rank:
+            fields += [("shape", ctypes.c_longlong * rank), ("strides", ctypes.c_longlong * rank)]
+        t = _DESC_TYPES[rank] = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
+    return t
+
+
 class _Sig:
     """Argument/result kinds of one public function after bufferization."""
 
@@ -358,20 +374,77 @@ class MiniProgram:
 
     def _to_numpy(self, desc, sig, inputs):
         _, shape, dtype = sig
-        ptr = ctypes.cast(desc.aligned, ctypes.c_void_p).value
+        ptr = desc.aligned if isinstance(desc.aligned, int) else \
+            ctypes.cast(desc.aligned, ctypes.c_void_p).value
         for a in inputs:  # a result equivalent to a (donated) input: that array
-            if a.ctypes.data == ptr and a.shape == shape:
+            if isinstance(a, np.ndarray) and a.ctypes.data == ptr and a.shape == shape:
                 return a
         n = int(np.prod(shape))
         buf = (ctypes.c_byte * (n * np.dtype(dtype).itemsize)).from_address(ptr)
         out = np.frombuffer(buf, dtype=dtype).reshape(shape)
-        allocated = ctypes.cast(desc.allocated, ctypes.c_void_p).value
+        allocated = desc.allocated if isinstance(desc.allocated, int) else \
+            ctypes.cast(desc.allocated, ctypes.c_void_p).value
         counter = self.counter
         if counter is not None:
             weakref.finalize(buf, counter._free, allocated)
         else:
             weakref.finalize(buf, _LIBC.free, allocated)
         return out
+
+    def fast(self, name):
+        """A cached-call entry point for ``name``: descriptor structs, packed
+        argument array and the function pointer are built once; a call only
+        checks each array (dtype, shape, contiguity) and stores its data
+        pointer. This is what the per-call path can be cut to (see the
+        call_overhead benchmark)."""
+        sig = self.sigs[name]
+        func = self._func(name)
+        descs, slots, setters = [], [], []
+        for kind, shape, dtype in sig.results:
+            d = _desc_type(len(shape))()
+            descs.append(d)
+            slots.append(ctypes.pointer(ctypes.pointer(d)))
+        arg_descs = []
+        for kind, shape, dtype in sig.args:
+            if kind == "memref":
+                d = _desc_type(len(shape))()
+                d.offset = 0
+                stride = 1
+                for i in reversed(range(len(shape))):
+                    d.shape[i] = shape[i]
+                    d.strides[i] = stride
+                    stride *= shape[i]
+                arg_descs.append(d)
+                slots.append(ctypes.pointer(ctypes.pointer(d)))
+            else:
+                c = np.ctypeslib.as_ctypes_type(dtype)()
+                arg_descs.append(c)
+                slots.append(ctypes.pointer(c))
+        packed = (ctypes.c_void_p * len(slots))()
+        for i, p in enumerate(slots):
+            packed[i] = ctypes.cast(p, ctypes.c_void_p)
+        specs = [(k, sh, np.dtype(dt), d) for (k, sh, dt), d in zip(sig.args, arg_descs)]
+        outputs = sig.outputs
+        res_specs = sig.results
+
+        def call(*args):
+            if len(args) != len(specs):
+                raise TypeError(f"{name} expects {len(specs)} arguments, got {len(args)}")
+            for (kind, shape, dtype, d), a in zip(specs, args):
+                if kind == "memref":
+                    if a.__class__ is not np.ndarray or a.dtype != dtype or a.shape != shape \
+                            or not a.flags.c_contiguous:
+                        raise TypeError(f"{name}: expected a contiguous {shape} {dtype} array")
+                    d.allocated = d.aligned = a.__array_interface__["data"][0]
+                else:
+                    d.value = a
+            func(packed)
+            outs = [args[j] if where == "arg" else
+                    self._to_numpy(descs[j], res_specs[j], args) for where, j in outputs]
+            return outs[0] if len(outs) == 1 else outs
+
+        call._keep = (descs, arg_descs, slots, packed)
+        return call
 
     def call(self, name, *args):
         """Run ``name`` on numpy arrays / Python scalars; returns the results

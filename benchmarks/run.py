@@ -234,8 +234,7 @@ def bench_kv(cfg, backend, sizes, layers_mode: bool, loop: bool):
         p_all = _copy_all(text, notes)
         f_on, f_off = backend.fn(p_on, fname), backend.fn(p_off, fname)
 
-        def f_all(*a):
-            return p_all.call(fname, *a)
+        f_all = p_all.fast(fname) if p_all is not None else None
         oks = {}
         for nm, f in (("tdf", f_on), ("tdf_inplace_off", f_off), ("tdf_copy_all", f_all)):
             if p_all is not None or nm != "tdf_copy_all":
@@ -323,8 +322,7 @@ def bench_ew_chain(cfg, backend, sizes):
         p_all = _copy_all(text, notes)
         f_on, f_off = backend.fn(p_on, "chain"), backend.fn(p_off, "chain")
 
-        def f_all(x):
-            return p_all.call("chain", x)
+        f_all = p_all.fast("chain") if p_all is not None else None
         jd, jn = jax.jit(jf, donate_argnums=0), jax.jit(jf)
         oks = {nm: check(nm, f(x0), want, 1e-4) for nm, f in
                (("tdf", f_on), ("tdf_inplace_off", f_off), ("tdf_copy_all", f_all))
@@ -395,8 +393,7 @@ def bench_log_concat(cfg, backend, sizes):
         p_all = _copy_all(text, notes)
         f_on, f_off = backend.fn(p_on, "concat"), backend.fn(p_off, "concat")
 
-        def f_all(*a):
-            return p_all.call("concat", *a)
+        f_all = p_all.fast("concat") if p_all is not None else None
         jn = jax.jit(jf)
         oks = {nm: check(nm, f(*ys), want, 1e-4) for nm, f in
                (("tdf", f_on), ("tdf_inplace_off", f_off), ("tdf_copy_all", f_all))
@@ -459,8 +456,7 @@ def bench_embed(cfg, backend, sizes):
         p_all = _copy_all(text, notes)
         f_on, f_off = backend.fn(p_on, "update"), backend.fn(p_off, "update")
 
-        def f_all(*a):
-            return p_all.call("update", *a)
+        f_all = p_all.fast("update") if p_all is not None else None
         oks = {nm: check(nm, f(table0.copy(), idx, upd), want) for nm, f in
                (("tdf", f_on), ("tdf_inplace_off", f_off), ("tdf_copy_all", f_all))
                if p_all is not None or nm != "tdf_copy_all"}
@@ -597,12 +593,15 @@ def bench_call_overhead(cfg, backend):
     f = backend.fn(prog, "tiny")
     mini = minijit.compile_text(text, inplace=True)
     raw, _ = mini.prepare("tiny", x)
+    cached = mini.fast("tiny")
     check("tdf", f(x), x + 1)
+    check("minijit_cached", cached(x), x + 1)
     jf = jax.jit(lambda v: v + 1.0)
     xj = jnp.asarray(x)
     variants = {
         "tdf_call": lambda: f(x),
         "minijit_call": lambda: mini.call("tiny", x),
+        "minijit_cached": lambda: cached(x),
         "raw_ctypes": raw,
         "jax_call": lambda: jf(xj).block_until_ready(),
         "numpy_add": lambda: x + 1,
@@ -672,7 +671,8 @@ def markdown(results: dict) -> str:
            f"tdf backend `{results['backend']}`"
            + (f", passes missing: {', '.join(results['missing_passes'])}" if results.get(
                'missing_passes') else "") + ". "
-           f"Copy bandwidth {results['bandwidth']['bytes_per_s'] / 1e9:.2f} GB/s.", ""]
+           + "".join(f"Note: {n}. " for n in results.get("backend_notes", []))
+           + f"Copy bandwidth {results['bandwidth']['bytes_per_s'] / 1e9:.2f} GB/s.", ""]
     out.append("Time: median per call (IQR) of one step; bytes: allocated per call "
                "(tdf: counted at run time; JAX: output + temp − alias from memory_analysis; "
                "numpy: tracemalloc peak).")
@@ -814,6 +814,7 @@ def main(argv=None) -> int:
     results = {"mode": mode_name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "machine": machine_info(), "backend": backend.name,
                "backend_fallback_reason": backend.fallback_reason,
+               "backend_notes": backend.notes,
                "missing_passes": [p for p in ("tdf-insert-inplace", "test-tdf-liveness",
                                               "test-tdf-alias") if not minijit.has_pass(p)],
                "bandwidth": cfg["bandwidth"], "workloads": {}}
@@ -832,6 +833,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         results["workloads"][wl] = runners[wl]()
         print(f"[bench] {wl}: {time.perf_counter() - t0:.1f} s", flush=True)
+    results["backend_failures"] = backend.failures
     results["total_s"] = time.perf_counter() - t_start
     with open(os.path.join(args.out, "results.json"), "w") as fh:
         json.dump(results, fh, indent=1, default=str)
