@@ -288,7 +288,10 @@ def test_pipeline_stops_at_gpu_in_python():
 def test_inplace_pipeline_on_functional_programs(text, fn):
     on = gpu.compile_nvvm(text, inplace=True, ptxas=False).report()
     off = gpu.compile_nvvm(text, inplace=False, ptxas=False).report()
-    assert on.device_alloc_bytes < off.device_alloc_bytes or on.device_copies < off.device_copies
+    # In place never costs more on the device, and saves on these programs.
+    assert on.device_alloc_bytes <= off.device_alloc_bytes
+    assert len(on.device_copies) <= len(off.device_copies)
+    assert (on.device_alloc_bytes, len(on.device_copies)) < (off.device_alloc_bytes, len(off.device_copies))
     if fn == "chain":
         assert on.inplace, "tdf-insert-inplace made no call in place"
 
