@@ -86,7 +86,20 @@ func.func @concat(%a: tensor<4x64xf32>, %b: tensor<4x64xf32>) -> tensor<8x64xf32
 }
 """
 
-FLAGSHIPS = {"chain": CHAIN, "kv": KV, "concat": CONCAT}
+DECODE_LOOP = """
+func.func @decode(%cache: tensor<4x16x64xf32> {tdf.donate}, %rows: tensor<4x16x64xf32>, %steps: index) -> tensor<4x16x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %final = scf.for %t = %c0 to %steps step %c1 iter_args(%acc = %cache) -> tensor<4x16x64xf32> {
+    %row = tensor.extract_slice %rows[0, %t, 0] [4, 1, 64] [1, 1, 1] : tensor<4x16x64xf32> to tensor<4x1x64xf32>
+    %next = tensor.insert_slice %row into %acc[0, %t, 0] [4, 1, 64] [1, 1, 1] : tensor<4x1x64xf32> into tensor<4x16x64xf32>
+    scf.yield %next : tensor<4x16x64xf32>
+  }
+  return %final : tensor<4x16x64xf32>
+}
+"""
+
+FLAGSHIPS = {"chain": CHAIN, "kv": KV, "concat": CONCAT, "loop": DECODE_LOOP}
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +139,13 @@ def test_kv_update_copies_only_the_row(compiled):
     assert [b for b, _ in report.device_copies] == [4 * 1 * 64 * 4]
     assert report.d2h == (1, 4 * 16 * 64 * 4)
     assert report.device_alloc_bytes == 4 * 16 * 64 * 4 + 4 * 64 * 4
+
+
+def test_decode_loop_stays_in_the_cache_buffer(compiled):
+    report = compiled["loop"].report()
+    assert [b for b, _ in report.device_copies] == [4 * 1 * 64 * 4]  # one row per step
+    assert report.device_alloc_bytes == 2 * 4 * 16 * 64 * 4  # cache + rows, nothing else
+    assert report.d2h == (1, 4 * 16 * 64 * 4)
 
 
 def test_concat_parts_written_in_place(compiled):
@@ -185,13 +205,15 @@ def test_ptxas_rejection_is_an_error(tmp_path):
 
 
 @pytest.mark.skipif(GPU_OK, reason="a GPU is present: the no-GPU error cannot happen here")
-@pytest.mark.parametrize("name,fn", [("chain", "chain"), ("kv", "step"), ("concat", "concat")])
+@pytest.mark.parametrize("name,fn", [("chain", "chain"), ("kv", "step"), ("concat", "concat"),
+                                     ("loop", "decode")])
 def test_call_without_gpu_raises_clear_error(compiled, name, fn):
     prog = compiled[name]
     args = {
         "chain": (np.ones((64, 128), np.float32), np.ones((64, 128), np.float32)),
         "kv": (np.zeros((4, 16, 64), np.float32), np.ones((4, 1, 64), np.float32), 3),
         "concat": (np.ones((4, 64), np.float32), np.ones((4, 64), np.float32)),
+        "loop": (np.zeros((4, 16, 64), np.float32), np.ones((4, 16, 64), np.float32), 4),
     }[name]
     before = [a.copy() for a in args if isinstance(a, np.ndarray)]
     with pytest.raises(gpu.GPUUnavailableError, match="cannot run the GPU program"):
@@ -337,3 +359,18 @@ def test_gpu_concat_matches_jax(compiled):
     expected = np.asarray(jnp.concatenate([jnp.exp(a), jnp.exp(b)]))
     out = compiled["concat"].concat(a, b)
     np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+@needs_gpu
+def test_gpu_decode_loop_matches_jax(compiled):
+    import jax
+
+    rng = np.random.default_rng(3)
+    cache = rng.standard_normal((4, 16, 64), dtype=np.float32)
+    rows = rng.standard_normal((4, 16, 64), dtype=np.float32)
+    expected = cache.copy()
+    for t in range(6):
+        expected = np.asarray(jax.lax.dynamic_update_slice(expected, rows[:, t:t + 1], (0, t, 0)))
+    out = compiled["loop"].decode(cache, rows, 6)
+    assert out is cache
+    assert np.array_equal(out, expected)

@@ -130,3 +130,40 @@ func.func @concat_inplace(%a: tensor<4x64xf32>, %b: tensor<4x64xf32>) -> tensor<
 // PTX-SAME: .target sm_90
 // PTX: gpu.binary @concat_inplace_kernel_0
 // PTX-SAME: .target sm_90
+
+// -----
+
+// Decode loop over a donated cache: the whole loop updates the cache's one
+// device buffer (no device copy of the cache, no allocation in the loop).
+func.func @decode_loop(%cache: tensor<4x16x64xf32> {tdf.donate}, %rows: tensor<4x16x64xf32>, %steps: index) -> tensor<4x16x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %final = scf.for %t = %c0 to %steps step %c1 iter_args(%acc = %cache) -> tensor<4x16x64xf32> {
+    %row = tensor.extract_slice %rows[0, %t, 0] [4, 1, 64] [1, 1, 1] : tensor<4x16x64xf32> to tensor<4x1x64xf32>
+    %next = tensor.insert_slice %row into %acc[0, %t, 0] [4, 1, 64] [1, 1, 1] : tensor<4x1x64xf32> into tensor<4x16x64xf32>
+    scf.yield %next : tensor<4x16x64xf32>
+  }
+  return %final : tensor<4x16x64xf32>
+}
+
+// GPU-LABEL: func.func @decode_loop(
+// GPU-SAME: %[[CACHE:[^:]*]]: memref<4x16x64xf32>, %[[ROWS:[^:]*]]: memref<4x16x64xf32>, %[[STEPS:[^:]*]]: index)
+// GPU: %[[DCACHE:.*]], %{{.*}} = gpu.alloc async {{.*}} : memref<4x16x64xf32>
+// GPU: gpu.memcpy async [%{{.*}}] %[[DCACHE]], %[[CACHE]] {{.*}}tdf.transfer = "h2d"
+// GPU: %[[DROWS:.*]], %{{.*}} = gpu.alloc async {{.*}} : memref<4x16x64xf32>
+// GPU: scf.for %[[T:.*]] = %{{.*}} to %[[STEPS]]
+// GPU-NOT: gpu.alloc
+// GPU-NOT: gpu.memcpy
+// GPU-DAG: %[[SRC:.*]] = memref.subview %[[DROWS]][0, %[[T]], 0] [4, 1, 64] [1, 1, 1]
+// GPU-DAG: %[[SLOT:.*]] = memref.subview %[[DCACHE]][0, %[[T]], 0] [4, 1, 64] [1, 1, 1]
+// GPU: gpu.launch_func async {{.*}} @decode_loop_kernel::@decode_loop_kernel {{.*}} args({{.*}}%[[SRC]] : {{.*}}, %[[SLOT]] :
+// GPU-NOT: gpu.alloc
+// GPU-NOT: gpu.memcpy
+// GPU: }
+// GPU: gpu.memcpy async [%{{.*}}] %[[CACHE]], %[[DCACHE]] {{.*}}tdf.transfer = "d2h"
+// GPU-NOT: gpu.memcpy
+// GPU: return %[[CACHE]]
+
+// PTX-LABEL: llvm.func @decode_loop(
+// PTX: gpu.binary @decode_loop_kernel
+// PTX-SAME: .target sm_90
