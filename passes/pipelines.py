@@ -344,7 +344,7 @@ def _flag(value: bool) -> str:
 )
 def bufferize_pipeline(options: dict) -> str:
     """Expands to the bufferization pass list (see the module docstring)."""
-    passes = ["tdf-donate", ONE_SHOT, "tdf-drop-donated-results", "canonicalize", "cse"]
+    passes = ["tdf-donate", ONE_SHOT, "canonicalize", "cse", "tdf-drop-donated-results"]
     if options["dealloc"]:
         passes += [
             "tdf-unown-opaque-results{phase=snapshot}",
@@ -361,6 +361,7 @@ def bufferize_pipeline(options: dict) -> str:
 
 
 LOWER_TO_LLVM = [
+    "convert-bufferization-to-memref",
     "convert-linalg-to-loops",
     "lower-affine",
     "convert-vector-to-scf",
