@@ -20,6 +20,7 @@ from .registry import (
 from . import donate  # noqa: F401
 from . import pipelines  # noqa: F401
 from . import lower_to_nvvm  # noqa: F401
+from . import liveness, alias, insert_inplace, verify_inplace  # noqa: F401  (issue 3)
 
 __all__ = [
     "PassOption",

@@ -1,0 +1,395 @@
+"""May-alias classes of tensor values in a ``func.func`` (union-find).
+
+Two tensors are in the same class when they may share storage after
+bufferization. The rules:
+
+* views alias their source: ``tensor.extract_slice``, ``expand_shape``,
+  ``collapse_shape``, ``reshape``, ``cast``, ``bitcast``;
+* destination-style results alias their destination: ``tensor.insert_slice``,
+  ``tensor.insert``, ``tensor.scatter``, ``tensor.parallel_insert_slice``,
+  every linalg op's result aliases its init;
+* ``tdf.call_inplace`` result *i* aliases operand ``inplace[i]``; ``tdf.call``
+  results are fresh;
+* ``scf.for`` / ``scf.forall`` / ``scf.while``: an iter_arg aliases its init,
+  the value yielded for it and the loop result; ``scf.if`` /
+  ``scf.index_switch`` / ``scf.execute_region`` results alias what every
+  branch yields; branch operands (``cf.br``...) alias the successor's block
+  arguments;
+* ``tdf.call_opaque`` is a black hole: its tensor operands escape for good
+  and its tensor results join the class of every escaped value;
+* ``tdf.assume_unaliased`` cuts aliasing: its result starts a fresh, owned
+  class (the source itself is still checked for later uses by the passes);
+* an unknown op with tensor results: results alias every tensor operand
+  (and region arguments / yielded values, for ops with regions).
+
+Each class also records why its storage is not the function's to overwrite:
+``escaped`` (reached an opaque call), and ``not owned`` with a witness — a
+non-donated function argument, a constant, or a tensor of unknown origin
+(``bufferization.to_tensor``, an unknown op without tensor operands).
+
+``AliasAnalysis(func, defer_inplace=True)`` leaves ``tdf.call_inplace``
+results out so that a pass walking in program order can ``union`` them as it
+goes (see ``insert_inplace.py``); the test pass ``test-tdf-alias`` uses the
+complete analysis and annotates:
+
+* every op with tensor results: ``tdf.alias_class = array<i64: ...>`` (one
+  class number per result, ``-1`` for a non-tensor result; numbers are given
+  in order of first appearance in the function, arguments first);
+* ops with tensor block arguments (functions, loops): ``tdf.arg_alias_class``
+  for the arguments of their first region's entry block;
+* ``tdf.escaped`` (unit) on ops whose results may alias an escaped value.
+
+Before::
+
+    %s = tensor.extract_slice %t[0] [2] [1] : tensor<4xf32> to tensor<2xf32>
+    %u = tdf.call @exp(%s) : (tensor<2xf32>) -> tensor<2xf32>
+
+After ``test-tdf-alias``::
+
+    %s = tensor.extract_slice %t[0] [2] [1] {tdf.alias_class = array<i64: 0>} : ...
+    %u = tdf.call @exp(%s) {tdf.alias_class = array<i64: 1>} : ...
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from .liveness import function_bodies, is_tensor
+from .registry import PassContext, register_pass
+
+__all__ = ["AliasAnalysis", "VIEW_OPS", "DEST_OPERAND", "FRESH_OPS", "DONATE_ATTR"]
+
+DONATE_ATTR = "tdf.donate"
+
+VIEW_OPS = frozenset({
+    "tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape",
+    "tensor.reshape", "tensor.cast", "tensor.bitcast",
+})
+# Destination-style tensor ops: result 0 aliases operand DEST_OPERAND[name].
+DEST_OPERAND = {
+    "tensor.insert_slice": 1,
+    "tensor.insert": 1,
+    "tensor.scatter": 1,
+    "tensor.parallel_insert_slice": 1,
+}
+# Ops whose tensor results are fresh, owned storage.
+FRESH_OPS = frozenset({
+    "tensor.empty", "tensor.concat", "tensor.pad", "tensor.generate",
+    "tensor.splat", "tensor.from_elements", "tdf.call", "bufferization.alloc_tensor",
+    "tdf.assume_unaliased",
+})
+CONSTANT_OPS = frozenset({"arith.constant", "tensor.constant"})
+# Region ops whose results alias the values their regions yield.
+_BRANCH_OPS = frozenset({"scf.if", "scf.index_switch", "scf.execute_region"})
+_BLACK_HOLE = "<escaped>"
+
+
+def _arg_attrs(func) -> list[dict]:
+    count = len(func.regions[0].blocks[0].arguments)
+    if "arg_attrs" not in func.attributes:
+        return [{} for _ in range(count)]
+    return [{n.name: n.attr for n in ir.DictAttr(d)} for d in ir.ArrayAttr(func.attributes["arg_attrs"])]
+
+
+class _Class:
+    __slots__ = ("members", "escaped", "not_owned", "max_use")
+
+    def __init__(self):
+        self.members = []
+        self.escaped = False
+        self.not_owned = None  # (witness value, reason) or None
+        self.max_use = -1  # largest pre-order number of a use of a member
+
+
+class AliasAnalysis:
+    """Union-find may-alias classes over the tensor values of one function.
+
+    ``order`` (a :class:`~tdf.passes.liveness.Liveness`) is optional; when
+    given, each class tracks the largest pre-order number of any use of its
+    members (``max_use``), which makes the common liveness query O(1).
+    """
+
+    def __init__(self, func, order=None, defer_inplace: bool = False):
+        self.func = func.operation
+        self.order = order
+        self.defer_inplace = defer_inplace
+        self._parent: dict = {}
+        self._class: dict = {}
+        self.assumed: dict = {}  # assume_unaliased result -> source
+        self._build()
+
+    # -- union-find -------------------------------------------------------
+    def _add(self, value):
+        if value in self._parent:
+            return
+        self._parent[value] = value
+        cls = _Class()
+        cls.members.append(value)
+        if self.order is not None and value is not _BLACK_HOLE:
+            for use in value.uses:
+                pre = self.order.record(use.owner).pre
+                if pre > cls.max_use:
+                    cls.max_use = pre
+        if value is _BLACK_HOLE:
+            cls.escaped = True
+        self._class[value] = cls
+
+    def find(self, value):
+        """The representative of ``value``'s class."""
+        self._add(value)
+        parent = self._parent
+        root = value
+        while parent[root] != root:
+            root = parent[root]
+        while parent[value] != root:  # path compression
+            parent[value], value = root, parent[value]
+        return root
+
+    def union(self, a, b) -> None:
+        """Puts ``a`` and ``b`` (and their classes) in one class."""
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        ca, cb = self._class[ra], self._class[rb]
+        if len(ca.members) < len(cb.members):
+            ra, rb, ca, cb = rb, ra, cb, ca
+        self._parent[rb] = ra
+        ca.members.extend(cb.members)
+        ca.escaped = ca.escaped or cb.escaped
+        ca.not_owned = ca.not_owned or cb.not_owned
+        ca.max_use = max(ca.max_use, cb.max_use)
+        del self._class[rb]
+
+    def forget(self, value) -> None:
+        """Drops ``value`` (about to be erased) from its class's member list;
+        it stays in the union-find so that the class structure is intact."""
+        cls = self._class[self.find(value)]
+        try:
+            cls.members.remove(value)
+        except ValueError:
+            pass
+
+    def _mark(self, value, reason: str) -> None:
+        cls = self._class[self.find(value)]
+        if cls.not_owned is None:
+            cls.not_owned = (value, reason)
+
+    def escape(self, value) -> None:
+        """``value`` reached an opaque call: it joins the black hole."""
+        self.union(_BLACK_HOLE, value)
+
+    # -- queries ----------------------------------------------------------
+    def same_class(self, a, b) -> bool:
+        return self.find(a) == self.find(b)
+
+    def members(self, value) -> list:
+        """Every tensor value that may share storage with ``value`` (itself included)."""
+        return [m for m in self._class[self.find(value)].members if m is not _BLACK_HOLE]
+
+    def escaped(self, value) -> bool:
+        """True when ``value`` may share storage with a value that reached an
+        opaque call (or is the result of one)."""
+        return self._class[self.find(value)].escaped
+
+    def not_owned(self, value):
+        """``(witness, reason)`` when ``value``'s storage may belong to someone
+        else (a non-donated argument, a constant, unknown origin), else None."""
+        return self._class[self.find(value)].not_owned
+
+    def max_use(self, value) -> int:
+        """Largest pre-order number of a use of any member of ``value``'s class."""
+        return self._class[self.find(value)].max_use
+
+    def class_ids(self) -> dict:
+        """Dense class numbers (first appearance order) for every value seen."""
+        ids, out = {}, {}
+        for value in self._parent:
+            if value is _BLACK_HOLE:
+                continue
+            root = self.find(value)
+            if root not in ids:
+                ids[root] = len(ids)
+            out[value] = ids[root]
+        return out
+
+    # -- construction -----------------------------------------------------
+    def _build(self) -> None:
+        func = self.func
+        entry = func.regions[0].blocks[0]
+        for index, (arg, attrs) in enumerate(zip(entry.arguments, _arg_attrs(func))):
+            if not is_tensor(arg):
+                continue
+            self._add(arg)
+            if DONATE_ATTR not in attrs:
+                self._mark(arg, "argument")
+        self._add(_BLACK_HOLE)
+
+        def visit(op):
+            self._visit(op.operation)
+            return ir.WalkResult.ADVANCE
+
+        for block in func.regions[0].blocks:
+            for op in block.operations:
+                op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+
+    def _tensors(self, values):
+        return [v for v in values if is_tensor(v)]
+
+    def _visit(self, op) -> None:
+        name = op.name
+        results = self._tensors(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.arguments:
+                    if is_tensor(arg):
+                        self._add(arg)
+        for result in results:
+            self._add(result)
+        if name in VIEW_OPS:
+            self.union(op.results[0], op.operands[0])
+        elif name in DEST_OPERAND:
+            self.union(op.results[0], op.operands[DEST_OPERAND[name]])
+        elif name == "tdf.assume_unaliased":
+            self.assumed[op.results[0]] = op.operands[0]
+        elif name == "tdf.call_inplace":
+            if not self.defer_inplace:
+                indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
+                for result, index in zip(op.results, indices):
+                    if index >= 0:
+                        self.union(result, op.operands[index])
+        elif name == "tdf.call_opaque":
+            for value in self._tensors(op.operands) + results:
+                self.escape(value)
+        elif name in FRESH_OPS:
+            pass
+        elif name in CONSTANT_OPS:
+            for result in results:
+                self._mark(result, "constant")
+        elif name.startswith("linalg."):
+            count = len(op.results)
+            inits = list(op.operands)[len(op.operands) - count:] if count else []
+            for result, init in zip(op.results, inits):
+                if is_tensor(result) and is_tensor(init):
+                    self.union(result, init)
+        elif name == "scf.for":
+            self._loop(op, list(op.operands)[3:], list(op.regions[0].blocks[0].arguments)[1:])
+        elif name == "scf.forall":
+            outs = self._tensors(op.operands)
+            args = self._tensors(op.regions[0].blocks[0].arguments)
+            self._loop(op, outs, args)
+        elif name == "scf.while":
+            before = op.regions[0].blocks[0]
+            after = op.regions[1].blocks[0]
+            inits = list(op.operands)
+            yielded = list(_terminator(after).operands)
+            for init, arg, value in zip(inits, before.arguments, yielded):
+                self._union_tensors(init, arg, value)
+            cond = list(_terminator(before).operands)[1:]
+            for value, arg, result in zip(cond, after.arguments, op.results):
+                self._union_tensors(value, arg, result)
+        elif name in _BRANCH_OPS:
+            for region in op.regions:
+                for block in region.blocks:
+                    term = _terminator(block)
+                    if term is not None and term.name in ("scf.yield",):
+                        for value, result in zip(term.operands, op.results):
+                            self._union_tensors(value, result)
+        elif len(op.successors):
+            operands = self._tensors(op.operands)
+            for succ in op.successors:
+                for arg in succ.arguments:
+                    if is_tensor(arg):
+                        for value in operands:
+                            self.union(arg, value)
+        elif name in ("func.return", "scf.yield", "scf.condition", "func.func",
+                      "tensor.yield", "scf.in_parallel"):
+            pass
+        elif results or op.regions:
+            self._unknown(op, results)
+
+    def _union_tensors(self, *values) -> None:
+        tensors = [v for v in values if v is not None and is_tensor(v)]
+        for other in tensors[1:]:
+            self.union(tensors[0], other)
+
+    def _loop(self, op, inits, args) -> None:
+        body = op.regions[0].blocks[0]
+        term = _terminator(body)
+        yielded = list(term.operands) if term is not None and term.name == "scf.yield" else []
+        for k, (init, arg) in enumerate(zip(inits, args)):
+            group = [init, arg]
+            if k < len(yielded):
+                group.append(yielded[k])
+            if k < len(op.results):
+                group.append(op.results[k])
+            self._union_tensors(*group)
+
+    def _unknown(self, op, results) -> None:
+        """Conservative: results, region arguments and yielded values alias
+        every tensor operand; without tensor operands, unknown origin."""
+        related = self._tensors(op.operands)
+        for region in op.regions:
+            for block in region.blocks:
+                related += self._tensors(block.arguments)
+                term = _terminator(block)
+                if term is not None:
+                    related += self._tensors(term.operands)
+        related += results
+        if not self._tensors(op.operands):
+            for result in results:
+                self._mark(result, "unknown origin")
+        self._union_tensors(*related)
+
+
+def _terminator(block):
+    ops = block.operations
+    if len(ops) == 0:
+        return None
+    return ops[len(ops) - 1].operation
+
+
+def annotate_aliases(func) -> None:
+    """Sets ``tdf.alias_class`` / ``tdf.arg_alias_class`` / ``tdf.escaped``."""
+    func = func.operation
+    analysis = AliasAnalysis(func)
+    ids = analysis.class_ids()
+
+    def ids_of(values):
+        return ir.DenseI64ArrayAttr.get([ids.get(v, -1) if is_tensor(v) else -1 for v in values])
+
+    def visit(op):
+        op = op.operation
+        if len(op.results) and any(is_tensor(r) for r in op.results):
+            op.attributes["tdf.alias_class"] = ids_of(op.results)
+            if any(is_tensor(r) and analysis.escaped(r) for r in op.results):
+                op.attributes["tdf.escaped"] = ir.UnitAttr.get()
+        if len(op.regions) and len(op.regions[0].blocks):
+            args = op.regions[0].blocks[0].arguments
+            if any(is_tensor(a) for a in args):
+                op.attributes["tdf.arg_alias_class"] = ids_of(args)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit, ir.WalkOrder.PRE_ORDER)
+
+
+@register_pass(
+    "test-tdf-alias",
+    "Annotate ops with the may-alias classes of their tensor results (tdf.alias_class)",
+)
+def test_alias(op, ctx: PassContext) -> None:
+    """Test pass: annotates alias classes; no options.
+
+    Before::
+
+        %v = tensor.expand_shape %t [[0, 1]] output_shape [2, 2] : tensor<4xf32> into tensor<2x2xf32>
+
+    After::
+
+        %v = tensor.expand_shape %t [[0, 1]] output_shape [2, 2]
+               {tdf.alias_class = array<i64: 0>} : tensor<4xf32> into tensor<2x2xf32>
+
+    where ``0`` is also the class of ``%t`` (see ``tdf.arg_alias_class`` on the
+    function when ``%t`` is an argument).
+    """
+    for func in function_bodies(op):
+        annotate_aliases(func)

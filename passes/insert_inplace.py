@@ -1,0 +1,556 @@
+"""``tdf-insert-inplace``: run kernel calls and element-wise ops in place.
+
+A result may be computed in the storage of an operand ``%v`` only when the
+four safety rules of DESIGN.md hold at that op:
+
+* **dead** — neither ``%v`` nor any value that may alias it is read after the
+  op (uses in nested regions and loops included: a value defined outside a
+  loop and written inside it is never dead; function results count);
+* **unaliased** — ``%v`` shares no storage with a value still in use, and no
+  value of its alias class ever reached a ``tdf.call_opaque``;
+* **owned** — ``%v``'s storage is not a non-donated function argument, a
+  constant, or of unknown origin (``tdf.donate`` arguments are owned);
+* **fits** — ``%v`` has exactly the result's type (option ``size-match``:
+  for linalg ops, a larger static tensor of the same element type and rank
+  whose leading corner is reused through an ``extract_slice``); a broadcast
+  operand never fits.
+
+Calls additionally need the **kernel** to allow the pair (see
+:mod:`tdf.passes._kernels`: ``tdf.elementwise``, ``tdf.inplace_ok``, or a
+body proven element-wise).
+
+Rewrites, in this order, per function:
+
+1. ``tensor.concat`` of freshly computed parts (a linalg element-wise op with
+   a ``tensor.empty`` init, used only by the concat): the parts are computed
+   straight into ``extract_slice``s of one ``tensor.empty`` of the result
+   type and chained with ``tensor.insert_slice`` (the seed's
+   ``concat_update``); One-Shot Bufferize then writes each part into its
+   slice of the final buffer, with no intermediate buffer and no copy.
+   Parts of another kind are inserted as they are;
+2. ``tdf.call @k(...)`` → ``tdf.call_inplace @k_inplace(...) inplace [...]``
+   (one index per result; ``-1`` where no operand qualifies), generating or
+   reusing the in-place kernel variant;
+3. an element-wise linalg op on tensors whose init is a ``tensor.empty``:
+   the init becomes the dead input (identity map).
+
+``add(%z, %z)`` may run in place in ``%z``: the other reads of ``%z`` by the
+same op are element-wise. Ops are visited in program order, so chains of
+calls run in one buffer.
+
+Options: ``size-match`` (default off), ``remarks`` (one remark per rejected
+candidate operand: ``in-place rejected (<rule>): operand #i (%v) ...``).
+Statistics: ``rewrites``, ``inplace-results``, ``concats``, and
+``rejected-<rule>`` for each rule.
+
+Before::
+
+    func.func private @addone(memref<4xf32>, memref<4xf32>)
+        attributes {tdf.elementwise}
+    func.func @step(%x: tensor<4xf32> {tdf.donate}) -> tensor<4xf32> {
+      %y = tdf.call @addone(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+
+After (the declaration needs ``tdf.inplace_ok = [[0, 0]]`` and
+``tdf.inplace_variant = @addone_ip``; a kernel with an element-wise body
+gets a generated ``@addone_inplace``)::
+
+    %y = tdf.call_inplace @addone_ip(%x) inplace [0]
+        : (tensor<4xf32>) -> tensor<4xf32>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from ._kernels import (KernelInfo, identity_operands, is_elementwise_linalg,
+                       lookup_symbol)
+from .alias import AliasAnalysis
+from .liveness import Liveness, function_bodies, is_tensor, op_key
+from .registry import PassContext, PassOption, register_pass
+
+__all__ = ["RULES", "Rejection", "InplaceAnalysis", "insert_inplace",
+           "populate_inplace_rewrites", "rewrite_concats"]
+
+RULES = ("dead", "unaliased", "owned", "fits", "kernel")
+
+
+@dataclass
+class Rejection:
+    """Why operand ``operand`` of ``op`` cannot hold a result in place.
+    ``parts`` is the message as a list of strings and IR objects (values,
+    ops) named when the message is formatted."""
+
+    rule: str
+    op: object
+    location: object
+    operand: int
+    parts: list = field(default_factory=list)
+    note_target: object = None
+
+    def format(self, namer) -> str:
+        text = "".join(p if isinstance(p, str) else namer(p) for p in self.parts)
+        return f"in-place rejected ({self.rule}): {text}"
+
+
+class InplaceAnalysis:
+    """Liveness + aliasing of one function, kept current while the pass
+    rewrites in program order. ``check(op, i, result_type)`` returns None when
+    operand ``i`` of ``op`` may hold a result of ``result_type``."""
+
+    def __init__(self, func, size_match: bool = False):
+        self.func = func.operation
+        self.size_match = size_match
+        self.liveness = Liveness(self.func)
+        self.alias = AliasAnalysis(self.func, order=self.liveness, defer_inplace=True)
+        self.replaced_values: dict = {}
+        self.replaced_ops: dict = {}
+
+    # -- bookkeeping for rewrites -----------------------------------------
+    def replace_op(self, old, new) -> None:
+        """``new`` takes ``old``'s place: same position, results in the same
+        classes. Call before erasing ``old``."""
+        info = self.liveness.info
+        info[op_key(new)] = info.pop(op_key(old))
+        self.replaced_ops[op_key(old)] = new
+        for before, after in zip(old.results, new.results):
+            if is_tensor(before):
+                self.alias.union(after, before)
+                self.alias.forget(before)
+                self.replaced_values[before] = after
+
+    def note_inplace(self, op) -> None:
+        """Union the in-place results of ``tdf.call_inplace`` ``op``."""
+        indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
+        for result, index in zip(op.results, indices):
+            if index >= 0:
+                self.alias.union(result, op.operands[index])
+
+    def resolve(self, item):
+        if isinstance(item, ir.Value):
+            return self.replaced_values.get(item, item)
+        if isinstance(item, ir.Operation):
+            return self.replaced_ops.get(op_key(item), item)
+        return item
+
+    # -- the rules ----------------------------------------------------------
+    def check(self, op, index: int, result_type, identity: bool = True, exact_only=True):
+        """First rule operand ``index`` of ``op`` breaks, as a
+        :class:`Rejection`, or None."""
+        op = op.operation
+        value = op.operands[index]
+
+        def reject(rule, *parts, note=None):
+            return Rejection(rule, op, op.location, index, list(parts), note)
+
+        if not identity:
+            return reject("fits", f"operand #{index} (", value, ") is broadcast")
+        if value.type != result_type and not (not exact_only and self.size_fits(value.type, result_type)):
+            return reject("fits", f"operand #{index} (", value, f") has type {value.type}, "
+                          f"the result needs {result_type}")
+        witness = self.alias.not_owned(value)
+        if witness is not None:
+            source, why = witness
+            what = {"argument": "a function argument that is not donated",
+                    "constant": "a constant",
+                    "unknown origin": "storage of unknown origin"}[why]
+            if source == value:
+                return reject("owned", f"operand #{index} (", value, f") is {what}")
+            return reject("owned", f"operand #{index} (", value, ") may share storage with ",
+                          source, f", {what}")
+        if self.alias.escaped(value):
+            return reject("unaliased", f"operand #{index} (", value,
+                          ") may alias a value passed to an opaque call")
+        return self._check_dead(op, index, value, reject)
+
+    def _check_dead(self, op, index, value, reject):
+        liveness, alias = self.liveness, self.alias
+        record = liveness.record(op)
+        sources = []
+        if value in alias.assumed:
+            sources.append(alias.assumed[value])
+        fast = (record.loop is None and record.cfg_block is None
+                and alias.max_use(value) <= record.pre
+                and all(alias.max_use(s) <= record.pre for s in sources))
+        if fast:
+            return None
+        aliases = [m for m in alias.members(value) if m != value]
+        for source in sources:
+            aliases += [m for m in alias.members(source) if m not in aliases and m != value]
+        live = liveness.dead_after(value, op, aliases)
+        if live is None:
+            return None
+        user = live.user
+        if live.value == value:
+            if live.reason == "loop":
+                return reject("dead", f"operand #{index} (", value, f") is defined outside the "
+                              f"enclosing {user.name} and read again by its next iteration")
+            if live.reason == "cfg":
+                return reject("dead", f"operand #{index} (", value,
+                              ") may be used in another block of the control-flow graph")
+            return reject("dead", f"operand #{index} (", value, ") is still used by ", user)
+        return reject("unaliased", f"operand #{index} (", value, ") may share storage with ",
+                      live.value, ", which is still used by ", user)
+
+    @staticmethod
+    def size_fits(have, need) -> bool:
+        """``have`` is a static tensor at least as large as ``need`` in every
+        dimension, same rank and element type."""
+        if not (isinstance(have, ir.RankedTensorType) and isinstance(need, ir.RankedTensorType)):
+            return False
+        have, need = ir.RankedTensorType(have), ir.RankedTensorType(need)
+        return (have.element_type == need.element_type and have.rank == need.rank
+                and have.has_static_shape and need.has_static_shape
+                and all(h >= n for h, n in zip(have.shape, need.shape)))
+
+
+def _namer(func):
+    state = ir.AsmState(func)
+
+    def name(item):
+        if isinstance(item, ir.Value):
+            return item.get_name(state)
+        if isinstance(item, ir.Operation) or hasattr(item, "operation"):
+            op = item.operation
+            if len(op.results):
+                return f"{op.results[0].get_name(state)} ({op.name})"
+            if op.name == "func.return":
+                return "func.return (a function result)"
+            return op.name
+        return str(item)
+
+    return name
+
+
+# -- concat -------------------------------------------------------------------
+
+def _fresh_part(part, concat):
+    """The producer of ``part`` if it can compute straight into a slice: an
+    element-wise linalg op with a ``tensor.empty`` init, used only by
+    ``concat`` and in its block."""
+    owner = part.owner
+    if isinstance(owner, ir.Block):
+        return None
+    producer = owner.operation
+    if producer.block != concat.block or len(list(part.uses)) != 1:
+        return None
+    if not is_elementwise_linalg(producer) or len(producer.results) != 1:
+        return None
+    init = producer.operands[len(producer.operands) - 1]
+    if isinstance(init.owner, ir.Block) or init.owner.operation.name != "tensor.empty":
+        return None
+    if not ir.RankedTensorType(part.type).has_static_shape:
+        return None
+    return producer
+
+
+def rewrite_concats(func, ctx: PassContext | None = None) -> int:
+    """Rewrites every eligible ``tensor.concat`` in ``func`` (see the module
+    doc); returns how many."""
+    concats = []
+
+    def visit(op):
+        if op.operation.name == "tensor.concat":
+            concats.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    func.operation.walk(visit)
+    done = 0
+    for concat in concats:
+        result_type = ir.RankedTensorType(concat.results[0].type)
+        if not result_type.has_static_shape:
+            continue
+        parts = list(concat.operands)
+        producers = [_fresh_part(p, concat) for p in parts]
+        if not any(producers):
+            continue
+        dim = ir.IntegerAttr(concat.attributes["dim"]).value
+        rank = result_type.rank
+        with ir.InsertionPoint(concat), concat.location:
+            dest = ir.Operation.create("tensor.empty", results=[result_type]).results[0]
+            offset = 0
+            for part, producer in zip(parts, producers):
+                shape = ir.RankedTensorType(part.type).shape
+                offsets = [0] * rank
+                offsets[dim] = offset
+                static = {
+                    "static_offsets": ir.DenseI64ArrayAttr.get(offsets),
+                    "static_sizes": ir.DenseI64ArrayAttr.get(shape),
+                    "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+                }
+                if producer is not None:
+                    view = ir.Operation.create(
+                        "tensor.extract_slice", results=[part.type], operands=[dest],
+                        attributes={**static, "operandSegmentSizes":
+                                    ir.DenseI32ArrayAttr.get([1, 0, 0, 0])}).results[0]
+                    producer.move_before(concat)
+                    empty = producer.operands[len(producer.operands) - 1]
+                    producer.operands[len(producer.operands) - 1] = view
+                    if len(list(empty.uses)) == 0:
+                        empty.owner.operation.erase()
+                    part = producer.results[0]
+                dest = ir.Operation.create(
+                    "tensor.insert_slice", results=[result_type], operands=[part, dest],
+                    attributes={**static, "operandSegmentSizes":
+                                ir.DenseI32ArrayAttr.get([1, 1, 0, 0, 0])}).results[0]
+                offset += shape[dim]
+        concat.results[0].replace_all_uses_with(dest)
+        concat.erase()
+        done += 1
+        if ctx is not None:
+            ctx.statistic("concats")
+    return done
+
+
+# -- calls and linalg ops -----------------------------------------------------
+
+class _Rewriter:
+    def __init__(self, func, module_op, ctx, size_match: bool):
+        self.func = func.operation
+        self.module_op = module_op
+        self.ctx = ctx
+        self.analysis = InplaceAnalysis(func, size_match)
+        self.size_match = size_match
+        self.rejections: list[Rejection] = []
+        self.to_erase = []
+        self.kernels: dict = {}
+
+    def stat(self, name, amount=1):
+        if self.ctx is not None:
+            self.ctx.statistic(name, amount)
+
+    def run(self) -> int:
+        rewrites = 0
+        for op in list(self.analysis.liveness.ops):
+            if op.name == "tdf.call_inplace":
+                self.analysis.note_inplace(op)
+            elif op.name == "tdf.call":
+                rewrites += self.call(op)
+            elif op.name.startswith("linalg.") and is_elementwise_linalg(op):
+                rewrites += self.linalg(op)
+        for op in self.to_erase:
+            op.erase()
+        return rewrites
+
+    def reject(self, rejection: Rejection) -> None:
+        self.rejections.append(rejection)
+        self.stat(f"rejected-{rejection.rule}")
+
+    def kernel_info(self, op):
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        key = (callee, len(op.operands), len(op.results))
+        if key not in self.kernels:
+            kernel = lookup_symbol(self.module_op, callee)
+            self.kernels[key] = KernelInfo(kernel, len(op.operands), len(op.results)) \
+                if kernel is not None and kernel.name == "func.func" else None
+        return self.kernels[key]
+
+    def call(self, op) -> int:
+        kernel = self.kernel_info(op)
+        if kernel is None:
+            return 0
+        operands = list(op.operands)
+        indices = [-1] * len(op.results)
+        taken = set()
+        pending = {}
+        for j, result in enumerate(op.results):
+            for i, value in enumerate(operands):
+                if i in taken or not is_tensor(value):
+                    continue
+                if not kernel.safe(i, j):
+                    pending.setdefault(i, Rejection("kernel", op, op.location, i, [
+                        f"@{kernel.name} is not known to be element-wise on operand #{i} "
+                        f"and result #{j} (mark it tdf.elementwise or tdf.inplace_ok)"]))
+                    continue
+                repeated = [k for k, other in enumerate(operands) if k != i and other == value]
+                if any(not kernel.reads_same(k, j) for k in repeated):
+                    pending.setdefault(i, Rejection("kernel", op, op.location, i, [
+                        f"operand #{i} (", value, f") is also operand #{repeated[0]}, which "
+                        f"@{kernel.name} does not read element-wise"]))
+                    continue
+                why = self.analysis.check(op, i, result.type)
+                if why is not None:
+                    pending.setdefault(i, why)
+                    continue
+                indices[j] = i
+                taken.add(i)
+                break
+        if all(i < 0 for i in indices):
+            for rejection in pending.values():
+                self.reject(rejection)
+            return 0
+        if not kernel.variant_indices_ok(indices):
+            self.reject(Rejection("kernel", op, op.location, max(indices), [
+                f"@{kernel.name} is a declaration whose tdf.inplace_variant computes the pairs "
+                f"of tdf.inplace_ok, not inplace {indices}"]))
+            return 0
+        name, why = kernel.variant(self.module_op, indices)
+        if name is None:
+            self.reject(Rejection("kernel", op, op.location, max(indices), [why]))
+            return 0
+        for rejection in pending.values():
+            # an operand rejected for one result but used by another is fine
+            if rejection.operand not in taken:
+                self.reject(rejection)
+        with ir.InsertionPoint(op), op.location:
+            new = ir.Operation.create(
+                "tdf.call_inplace", results=[r.type for r in op.results], operands=operands,
+                attributes={"callee": ir.FlatSymbolRefAttr.get(name),
+                            "inplace_indices": ir.DenseI64ArrayAttr.get(indices)})
+        for attr_name in list(op.attributes):
+            if isinstance(attr_name, str) and attr_name != "callee":
+                new.attributes[attr_name] = op.attributes[attr_name]
+        for old, fresh in zip(op.results, new.results):
+            old.replace_all_uses_with(fresh)
+        self.analysis.replace_op(op, new)
+        self.analysis.note_inplace(new)
+        op.erase()
+        self.stat("rewrites")
+        self.stat("inplace-results", sum(1 for i in indices if i >= 0))
+        return 1
+
+    def linalg(self, op) -> int:
+        results = list(op.results)
+        if not results or not all(is_tensor(r) for r in results):
+            return 0
+        count = len(results)
+        operands = list(op.operands)
+        first_init = len(operands) - count
+        identity = identity_operands(op)
+        changed = 0
+        taken = set()
+        for j, result in enumerate(results):
+            init_index = first_init + j
+            init = operands[init_index]
+            if isinstance(init.owner, ir.Block) or init.owner.operation.name != "tensor.empty":
+                continue
+            if not identity[init_index]:
+                continue
+            pending = []
+            chosen = None
+            for i in range(first_init):
+                value = operands[i]
+                if i in taken or not is_tensor(value):
+                    continue
+                repeated = [k for k in range(first_init) if k != i and operands[k] == value]
+                if any(not identity[k] for k in repeated):
+                    pending.append(Rejection("fits", op, op.location, i, [
+                        f"operand #{i} (", value, ") is also read broadcast"]))
+                    continue
+                why = self.analysis.check(op, i, result.type, identity=identity[i],
+                                          exact_only=not self.size_match)
+                if why is not None:
+                    pending.append(why)
+                    continue
+                chosen = i
+                break
+            if chosen is None:
+                for rejection in pending:
+                    self.reject(rejection)
+                continue
+            for rejection in pending:
+                self.reject(rejection)
+            value = operands[chosen]
+            if value.type != result.type:
+                with ir.InsertionPoint(op), op.location:
+                    rank = ir.RankedTensorType(result.type).rank
+                    value = ir.Operation.create(
+                        "tensor.extract_slice", results=[result.type], operands=[value],
+                        attributes={
+                            "static_offsets": ir.DenseI64ArrayAttr.get([0] * rank),
+                            "static_sizes": ir.DenseI64ArrayAttr.get(
+                                ir.RankedTensorType(result.type).shape),
+                            "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+                            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0, 0]),
+                        }).results[0]
+                    self.analysis.liveness.info[op_key(value.owner)] = \
+                        self.analysis.liveness.record(op)
+                self.analysis.alias.union(value, operands[chosen])
+            op.operands[init_index] = value
+            self.analysis.alias.union(result, value)
+            taken.add(chosen)
+            if len(list(init.uses)) == 0:
+                self.to_erase.append(init.owner.operation)
+            self.stat("inplace-results")
+            changed = 1
+        if changed:
+            self.stat("rewrites")
+        return changed
+
+
+def insert_inplace(func, module_op=None, ctx: PassContext | None = None,
+                   size_match: bool = False) -> tuple[int, list[Rejection]]:
+    """Runs the in-place rewrites on ``func`` (a ``func.func``); kernel
+    variants are looked up and created in ``module_op`` (default: the
+    function's parent). Returns ``(rewrites, rejections)``; format a
+    rejection with ``rejection.format(namer)``, e.g. via
+    :func:`format_rejections`."""
+    func = func.operation
+    if module_op is None:
+        module_op = func.parent.operation
+    rewrite_concats(func, ctx)
+    rewriter = _Rewriter(func, module_op, ctx, size_match)
+    count = rewriter.run()
+    return count, rewriter.rejections
+
+
+def format_rejections(func, rejections, analysis=None) -> list[tuple[object, str]]:
+    """``(location, message)`` for each rejection, values named as printed."""
+    name = _namer(func.operation)
+
+    def resolve(item):
+        return analysis.resolve(item) if analysis is not None else item
+
+    out = []
+    for rejection in rejections:
+        parts = [resolve(p) for p in rejection.parts]
+        text = "".join(p if isinstance(p, str) else name(p) for p in parts)
+        out.append((rejection.location, f"in-place rejected ({rejection.rule}): {text}"))
+    return out
+
+
+def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassContext | None = None,
+                              remarks: bool = False) -> int:
+    """Applies every rewrite of this pass to each function under
+    ``module_op`` (the reusable entry point, e.g. for ``tdf.compile``);
+    returns the number of ops rewritten."""
+    total = 0
+    for func in function_bodies(module_op):
+        parent = func.parent.operation
+        rewrite_concats(func, ctx)
+        rewriter = _Rewriter(func, parent, ctx, size_match)
+        total += rewriter.run()
+        if remarks and ctx is not None:
+            for location, message in format_rejections(func, rewriter.rejections, rewriter.analysis):
+                ctx.remark(location, message)
+    return total
+
+
+@register_pass(
+    "tdf-insert-inplace",
+    "Rewrite tdf.call and element-wise linalg ops to run in the storage of dead, "
+    "unaliased, owned operands of the right type",
+    options=[
+        PassOption("size-match", bool, False,
+                   "Let a linalg op reuse a larger dead input of the same element type"),
+        PassOption("remarks", bool, False,
+                   "Emit one remark per rejected candidate naming the rule and the blocking value"),
+    ],
+    statistics=[
+        ("rewrites", "Ops rewritten to run in place"),
+        ("inplace-results", "Results computed in the storage of an operand"),
+        ("concats", "tensor.concat ops computed into their final storage"),
+        ("rejected-dead", "Candidates rejected: the operand is used later"),
+        ("rejected-unaliased", "Candidates rejected: an alias is used later or escaped"),
+        ("rejected-owned", "Candidates rejected: non-donated argument or constant"),
+        ("rejected-fits", "Candidates rejected: type mismatch or broadcast"),
+        ("rejected-kernel", "Candidates rejected: kernel not known element-wise"),
+    ],
+)
+def insert_inplace_pass(op, ctx: PassContext) -> None:
+    """The pass (see the module docstring for rules, options, before/after)."""
+    populate_inplace_rewrites(op, size_match=ctx.option("size-match"), ctx=ctx,
+                              remarks=ctx.option("remarks"))
