@@ -208,8 +208,8 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
 
     Keyword options: ``format`` (``isa``, ``bin``, ``fatbin``; default
     ``isa``), ``opt_level`` (0-3, default 3), ``tile_sizes`` (default
-    ``"32,8"``), ``ptxas`` (path, default: ``ptxas`` on PATH; ``False`` skips
-    it), ``filename`` (for error locations).
+    ``"32,8"``), ``ptxas`` (a path; None/True: ``ptxas`` on PATH; ``False``
+    skips it), ``filename`` (for error locations).
 
     Raises :class:`GPUCompileError` for a bad option (before MLIR sees it),
     :class:`tdf.ParseError` for bad IR, :class:`tdf.PipelineError` when a
@@ -300,7 +300,7 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
                 ptx_modules[name] = obj.object.decode()
 
     cubins = {}
-    if ptxas is None:
+    if ptxas is None or ptxas is True:
         ptxas = shutil.which("ptxas")
     if ptxas and options["format"] == "isa":
         start = time.perf_counter()
