@@ -162,12 +162,25 @@ class TdfBackend:
             try:
                 return self._compile(text, target="cpu", inplace=self._mode[inplace])
             except Exception as err:  # a product bug must not stop the whole run
-                head = text.strip().splitlines()
-                self.failures.append({"program": next((ln for ln in head if "func.func @" in ln
-                                                        and "memref" not in ln), head[0])[:120],
-                                      "inplace": inplace,
-                                      "error": f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"})
-        return minijit.compile_text(text, inplace=inplace)
+                self._fail(text, inplace, "tdf.compile", err)
+        try:
+            return minijit.compile_text(text, inplace=inplace)
+        except minijit.UnsupportedProgram:
+            raise
+        except Exception as err:
+            if not inplace:
+                raise
+            self._fail(text, inplace, "minijit", err)
+            # last resort: the same pipeline without tdf-insert-inplace
+            return minijit.compile_text(text, inplace=True, insert_inplace=False)
+
+    def _fail(self, text, inplace, who, err):
+        head = text.strip().splitlines()
+        first = next((ln for ln in head if "func.func @" in ln and "memref" not in ln), head[0])
+        detail = [ln for ln in str(err).splitlines() if "error" in ln][:2]
+        self.failures.append({"program": first[:120], "inplace": inplace, "compiler": who,
+                              "error": f"{type(err).__name__}: " + " | ".join(
+                                  d[:240] for d in (detail or str(err).splitlines()[:1]))})
 
     def fn(self, prog, name: str):
         """The callable for function ``name`` of ``prog``."""

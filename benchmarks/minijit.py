@@ -44,19 +44,14 @@ _ELT = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64,
         "index": np.int64, "i8": np.int8, "f16": np.float16}
 
 
+def _names(items) -> set:
+    return {getattr(x, "argument", x) for x in items}
+
+
 def has_pass(name: str) -> bool:
     """True when a tdf pass or pipeline called ``name`` is registered."""
-    try:
-        names = {p.argument for p in get_all_passes()}
-    except Exception:  # pragma: no cover - registry shape changed
-        names = set()
-    if name in names:
-        return True
-    try:
-        from tdf.passes import get_all_pipelines
-        return name in {p.argument for p in get_all_pipelines()}
-    except Exception:  # pragma: no cover
-        return False
+    from tdf.passes import get_all_pipelines
+    return name in _names(get_all_passes()) or name in _names(get_all_pipelines())
 
 
 def shared_libs() -> list[str]:
@@ -98,7 +93,7 @@ def _product_pieces():
             list(_OWN_LOWER)
 
 
-def _pipelines(inplace: bool, copy_all: bool, count_allocs: bool):
+def _pipelines(inplace: bool, copy_all: bool, count_allocs: bool, insert_inplace: bool = True):
     """(stage 1, stage 2): stage 1 ends right after bufferization (where the
     static counts are taken), stage 2 is deallocation + lowering to LLVM."""
     one_shot, buf, lower = _product_pieces()
@@ -107,7 +102,7 @@ def _pipelines(inplace: bool, copy_all: bool, count_allocs: bool):
     split = next((i for i, p in enumerate(buf)
                   if p.startswith("tdf-unown-opaque-results") or p == "expand-realloc"), len(buf))
     stage1, dealloc = buf[:split], buf[split:]
-    if inplace and has_pass("tdf-insert-inplace"):
+    if inplace and insert_inplace and has_pass("tdf-insert-inplace"):
         stage1 = ["tdf-insert-inplace"] + stage1
     if count_allocs:
         lower = [p + "{use-generic-functions}" if p == "finalize-memref-to-llvm" else p
@@ -456,11 +451,13 @@ class MiniProgram:
 
 
 def compile_text(text: str, inplace: bool = True, copy_all: bool = False,
-                 count_allocs: bool = False, opt_level: int = 3) -> MiniProgram:
+                 count_allocs: bool = False, opt_level: int = 3,
+                 insert_inplace: bool = True) -> MiniProgram:
     """Parse ``text``, bufferize with the product's ``tdf-bufferize`` passes,
     lower to LLVM and JIT it.
 
-    ``inplace``: run ``tdf-insert-inplace`` first (when it is registered).
+    ``inplace``: run ``tdf-insert-inplace`` first (when it is registered and
+    ``insert_inplace`` is true).
     ``copy_all``: One-Shot Bufferize ``copy-before-write`` -- every write
     copies, nothing runs in place (the "in-place off" baseline of a purely
     functional execution). ``count_allocs`` routes heap allocations through
@@ -468,7 +465,7 @@ def compile_text(text: str, inplace: bool = True, copy_all: bool = False,
     ctx = tdf.Context()
     with ctx, ir.Location.unknown():
         module = tdf.parse(text, ctx)
-        stage1, dealloc, lower = _pipelines(inplace, copy_all, count_allocs)
+        stage1, dealloc, lower = _pipelines(inplace, copy_all, count_allocs, insert_inplace)
         tdf.run_pipeline(module, f"builtin.module({stage1})")
         buffer_ir = str(module)
         static = static_alloc_stats(module)

@@ -225,7 +225,7 @@ func.func @update(%table: {tab} {{tdf.donate}}, %idx: {idx}, %upd: {upd}) -> {ta
 def scaling_chain(n_ops: int, width: int = 16) -> str:
     """A generated function of about ``n_ops`` ops for compile-time scaling.
 
-    ``n_ops // 2`` kernel calls (``tdf.call`` of element-wise kernels on
+    About ``n_ops * 16 / 19`` kernel calls (``tdf.call`` of element-wise kernels on
     ``[width]`` tensors) over four interleaved chains, every eighth call
     reading a value of another chain (so liveness is not trivially
     last-use-is-next-op), plus ``tensor.extract_slice`` views and
@@ -236,7 +236,7 @@ def scaling_chain(n_ops: int, width: int = 16) -> str:
     m = _m([width])
     lines = []
     heads = ["%a", "%b", "%c", "%d"]
-    calls = max(4, n_ops // 2)
+    calls = max(4, n_ops * 16 // 19)  # 19 ops per 16 calls (views, assume_unaliased)
     i = 0
     for j in range(calls):
         chain = j % 4
