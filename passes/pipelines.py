@@ -330,6 +330,88 @@ def unown_opaque_results(op, ctx: PassContext) -> None:
         ctx.error(op, f"unknown phase '{phase}' (expected 'snapshot' or 'unown')")
 
 
+def _widen(t):
+    """memref<...xi1> → memref<...xi8> (same layout and memory space); other
+    types unchanged (None)."""
+    if not isinstance(t, ir.MemRefType):
+        return None
+    m = ir.MemRefType(t)
+    if str(m.element_type) != "i1":
+        return None
+    return ir.MemRefType.get(m.shape, ir.IntegerType.get_signless(8), m.layout, m.memory_space)
+
+
+@register_pass(
+    "tdf-widen-i1-memrefs",
+    "Store i1 memref elements as i8 (finalize-memref-to-llvm asserts on i1 stores)",
+    statistics=[("widened", "Values whose memref<..xi1> type became memref<..xi8>")],
+)
+def widen_i1_memrefs(op, ctx: PassContext) -> None:
+    """The 22.x ``finalize-memref-to-llvm`` aborts the process on a
+    ``memref.store`` of ``i1`` (e.g. the conditions array of the generic
+    ``bufferization.dealloc`` lowering). This pass, run after the loops are
+    explicit and before that conversion, retypes every ``memref<...xi1>``
+    value (op results, block arguments, function signatures) to
+    ``memref<...xi8>``, extends stored values (``arith.extui``) and truncates
+    loaded ones (``arith.trunci``). numpy's bool is one byte, so the layout is
+    what the runtime passes. Before::
+
+        %m = memref.alloc() : memref<2xi1>
+        memref.store %true, %m[%c0] : memref<2xi1>
+        %b = memref.load %m[%c1] : memref<2xi1>
+
+    After::
+
+        %m = memref.alloc() : memref<2xi8>
+        %e = arith.extui %true : i1 to i8
+        memref.store %e, %m[%c0] : memref<2xi8>
+        %w = memref.load %m[%c1] : memref<2xi8>
+        %b = arith.trunci %w : i8 to i1
+    """
+    i1 = ir.IntegerType.get_signless(1)
+    i8 = ir.IntegerType.get_signless(8)
+    ops = []
+
+    def visit(inner):
+        ops.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    for inner in ops:
+        if inner.name == "func.func":
+            ftype = ir.FunctionType(ir.TypeAttr(inner.attributes["function_type"]).value)
+            ins = [_widen(t) or t for t in ftype.inputs]
+            outs = [_widen(t) or t for t in ftype.results]
+            if ins != list(ftype.inputs) or outs != list(ftype.results):
+                inner.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, outs))
+        for region in inner.regions:
+            for block in region.blocks:
+                for arg in block.arguments:
+                    wide = _widen(arg.type)
+                    if wide is not None:
+                        arg.set_type(wide)
+                        ctx.statistic("widened")
+        for result in inner.results:
+            wide = _widen(result.type)
+            if wide is not None:
+                result.set_type(wide)
+                ctx.statistic("widened")
+    for inner in ops:
+        if inner.name == "memref.store" and inner.operands[0].type == i1:
+            with ir.InsertionPoint(inner), inner.location:
+                ext = ir.Operation.create("arith.extui", results=[i8], operands=[inner.operands[0]])
+            inner.operands[0] = ext.result
+        elif inner.name == "memref.load" and str(ir.MemRefType(inner.operands[0].type).element_type) == "i8" \
+                and inner.results[0].type == i1:
+            result = inner.results[0]
+            uses = [(u.owner, u.operand_number) for u in result.uses]
+            result.set_type(i8)
+            with ir.InsertionPoint.after(inner), inner.location:
+                trunc = ir.Operation.create("arith.trunci", results=[i1], operands=[result])
+            for owner, number in uses:
+                owner.operands[number] = trunc.result
+
+
 # --------------------------------------------------------------- pipelines
 
 
@@ -364,6 +446,7 @@ LOWER_TO_LLVM = [
     "convert-bufferization-to-memref",
     "convert-linalg-to-loops",
     "lower-affine",
+    "tdf-widen-i1-memrefs",
     "convert-vector-to-scf",
     "convert-scf-to-cf",
     "expand-strided-metadata",
