@@ -147,7 +147,8 @@ class InplaceAnalysis:
             return Rejection(rule, op, op.location, index, list(parts), note)
 
         if not identity:
-            return reject("fits", f"operand #{index} (", value, ") is broadcast")
+            return reject("fits", f"operand #{index} (", value,
+                          ") is not read with the identity map (broadcast or permuted)")
         if value.type != result_type and not (not exact_only and self.size_fits(value.type, result_type)):
             return reject("fits", f"operand #{index} (", value, f") has type {value.type}, "
                           f"the result needs {result_type}")
@@ -197,14 +198,24 @@ class InplaceAnalysis:
 
     @staticmethod
     def size_fits(have, need) -> bool:
-        """``have`` is a static tensor at least as large as ``need`` in every
-        dimension, same rank and element type."""
-        if not (isinstance(have, ir.RankedTensorType) and isinstance(need, ir.RankedTensorType)):
-            return False
-        have, need = ir.RankedTensorType(have), ir.RankedTensorType(need)
-        return (have.element_type == need.element_type and have.rank == need.rank
-                and have.has_static_shape and need.has_static_shape
-                and all(h >= n for h, n in zip(have.shape, need.shape)))
+        """Same element type and rank, and every dimension of ``have`` is
+        either dynamic (an identity-map read forces it to equal the result's
+        at run time: a ``tensor.cast`` adapts it) or static and at least the
+        result's (the leading corner is reused through an ``extract_slice``)."""
+        return _adaptation(have, need) is not None
+
+
+def _adaptation(have, need):
+    """``"cast"``, ``"slice"`` or None: how a value of type ``have`` can be the
+    init of a result of type ``need`` under ``size-match``."""
+    if not (isinstance(have, ir.RankedTensorType) and isinstance(need, ir.RankedTensorType)):
+        return None
+    if have.element_type != need.element_type or have.rank != need.rank or not need.has_static_shape:
+        return None
+    if have.has_static_shape:
+        return "slice" if all(h >= n for h, n in zip(have.shape, need.shape)) else None
+    dynamic = ir.ShapedType.get_dynamic_size()
+    return "cast" if all(h in (n, dynamic) for h, n in zip(have.shape, need.shape)) else None
 
 
 def _namer(func):
@@ -360,6 +371,11 @@ class _Rewriter:
             for i, value in enumerate(operands):
                 if i in taken or not is_tensor(value):
                     continue
+                if value.type != result.type:
+                    pending.setdefault(i, Rejection("fits", op, op.location, i, [
+                        f"operand #{i} (", value, f") has type {value.type}, "
+                        f"result #{j} needs {result.type}"]))
+                    continue
                 if not kernel.safe(i, j):
                     pending.setdefault(i, Rejection("kernel", op, op.location, i, [
                         f"@{kernel.name} is not known to be element-wise on operand #{i} "
@@ -454,7 +470,14 @@ class _Rewriter:
             for rejection in pending:
                 self.reject(rejection)
             value = operands[chosen]
-            if value.type != result.type:
+            if value.type != result.type and _adaptation(value.type, result.type) == "cast":
+                with ir.InsertionPoint(op), op.location:
+                    value = ir.Operation.create("tensor.cast", results=[result.type],
+                                                operands=[value]).results[0]
+                    self.analysis.liveness.info[op_key(value.owner)] = \
+                        self.analysis.liveness.record(op)
+                self.analysis.alias.union(value, operands[chosen])
+            elif value.type != result.type:
                 with ir.InsertionPoint(op), op.location:
                     rank = ir.RankedTensorType(result.type).rank
                     value = ir.Operation.create(
