@@ -104,7 +104,7 @@ class _OpInfo:
     pre: int
     end: int
     loop: object  # innermost enclosing loop op (ir.Operation) or None
-    cfg_block: tuple | None  # (first, last) pre numbers of P's block in a multi-block region
+    cfg_block: list | None  # [first, last, block]: P's block in a multi-block region
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class Liveness:
             blocks = list(region.blocks)
             multi = len(blocks) > 1
             for block in blocks:
-                block_cfg = [counter[0] + 1, None] if multi else cfg
+                block_cfg = [counter[0] + 1, None, block] if multi else cfg
                 for child in block.operations:
                     visit_op(child.operation, loop, block_cfg)
                 if multi:
@@ -221,7 +221,7 @@ class Liveness:
             if lrec.pre < upre <= lrec.end:
                 return "loop"
         if record.cfg_block is not None:
-            first, last = record.cfg_block
+            first, last, _ = record.cfg_block
             if not first <= upre <= last:
                 return "cfg"
         return None
@@ -241,8 +241,9 @@ class Liveness:
                 continue
             dpos = self.def_pos(candidate)
             if record.cfg_block is not None:
-                first, last = record.cfg_block
-                if not 2 * first <= dpos <= 2 * last + 1:
+                first, last, block = record.cfg_block
+                own_arg = isinstance(candidate.owner, ir.Block) and candidate.owner == block
+                if not own_arg and not 2 * first <= dpos <= 2 * last + 1:
                     return LiveUse(candidate, op, "cfg")
             loop_out = self.outer_loop_without(op, candidate)
             if loop_out is not None and candidate == value:
