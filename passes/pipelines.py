@@ -412,6 +412,51 @@ def widen_i1_memrefs(op, ctx: PassContext) -> None:
                 owner.operands[number] = trunc.result
 
 
+def _has_identity_layout(t) -> bool:
+    m = ir.MemRefType(t)
+    identity = ir.MemRefType.get(m.shape, m.element_type, memory_space=m.memory_space)
+    return m == identity
+
+
+@register_pass(
+    "tdf-strided-copies-to-loops",
+    "Turn memref.copy between non-contiguous views into linalg.copy (loops, vectorizable)",
+    statistics=[("rewritten", "memref.copy ops turned into linalg.copy")],
+)
+def strided_copies_to_loops(op, ctx: PassContext) -> None:
+    """``finalize-memref-to-llvm`` lowers a ``memref.copy`` whose operands are
+    not both contiguous to a call of the generic ``memrefCopy`` runtime
+    function (element by element, through descriptors): slow for the row
+    writes of a KV-cache update. This pass, run before
+    ``convert-linalg-to-loops``, rewrites those copies to ``linalg.copy``,
+    which becomes plain loops LLVM can vectorize. Before::
+
+        memref.copy %row, %slot : memref<1x4xf32> to memref<1x4xf32, strided<[4, 1], offset: ?>>
+
+    After::
+
+        linalg.copy ins(%row : memref<1x4xf32>) outs(%slot : memref<1x4xf32, strided<[4, 1], offset: ?>>)
+    """
+    from mlir.dialects import linalg
+
+    copies = []
+
+    def visit(inner):
+        if inner.name == "memref.copy":
+            copies.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    for copy in copies:
+        src, dst = copy.operands[0], copy.operands[1]
+        if _has_identity_layout(src.type) and _has_identity_layout(dst.type):
+            continue
+        with ir.InsertionPoint(copy), copy.location:
+            linalg.copy(src, outs=[dst])
+        copy.erase()
+        ctx.statistic("rewritten")
+
+
 # --------------------------------------------------------------- pipelines
 
 
@@ -444,6 +489,7 @@ def bufferize_pipeline(options: dict) -> str:
 
 LOWER_TO_LLVM = [
     "convert-bufferization-to-memref",
+    "tdf-strided-copies-to-loops",
     "convert-linalg-to-loops",
     "lower-affine",
     "tdf-widen-i1-memrefs",

@@ -206,7 +206,7 @@ class EntryFunction:
             *[ctypes.cast(p, ctypes.c_void_p) for p in slots])
         self._cfunc = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         self._tensor_indices = [i for i, s in enumerate(self.params) if isinstance(s, TensorSpec)]
-        self._has_donated = any(isinstance(s, TensorSpec) and s.donated for s in self.params)
+        self._donated_indices = [i for i in self._tensor_indices if self.params[i].donated]
 
     # -- argument checks ---------------------------------------------------
 
@@ -248,16 +248,18 @@ class EntryFunction:
             raise self._error(index, f"{value} does not fit in {spec.type_text}")
         return value
 
-    def _check_overlaps(self, arrays):
+    def _check_overlaps(self, arrays, pointers):
         """A donated array is written: it must not share memory with any
-        other argument (the program would read its new contents)."""
-        for i in self._tensor_indices:
-            if not self.params[i].donated:
-                continue
-            a = arrays[i]
+        other argument (the program would read its new contents). Arrays
+        passed to the JIT are contiguous, so each occupies exactly
+        ``[pointer, pointer + nbytes)``."""
+        params = self.params
+        for i in self._donated_indices:
+            low, high = pointers[i], pointers[i] + params[i].nbytes
             for j in self._tensor_indices:
-                if j != i and np.may_share_memory(a, arrays[j]):
-                    raise self._error(i, f"a donated array must not share memory with argument #{j}")
+                if j != i and pointers[j] < high and low < pointers[j] + params[j].nbytes:
+                    if params[i].nbytes and params[j].nbytes:
+                        raise self._error(i, f"a donated array must not share memory with argument #{j}")
 
     # -- the call ----------------------------------------------------------
 
@@ -266,22 +268,28 @@ class EntryFunction:
         if len(args) != len(params):
             raise TypeError(f"@{self.name} takes {len(params)} argument(s), got {len(args)}")
         arrays = list(args)
+        pointers = [0] * len(params)
+        descs = self._descs
         for i, spec in enumerate(params):
             value = args[i]
-            if isinstance(spec, TensorSpec):
+            desc = descs[i]
+            if desc is not None:
                 if (type(value) is not np.ndarray or value.dtype != spec.dtype
-                        or value.shape != spec.shape or not value.flags.c_contiguous
-                        or (spec.donated and not value.flags.writeable)):
+                        or value.shape != spec.shape):
                     value = self._check_array(i, spec, value)
                     arrays[i] = value
-                pointer = value.ctypes.data
-                desc = self._descs[i]
+                flags = value.flags
+                if not flags.c_contiguous or (spec.donated and not flags.writeable):
+                    value = self._check_array(i, spec, value)
+                    arrays[i] = value
+                pointer = value.__array_interface__["data"][0]
+                pointers[i] = pointer
                 desc.allocated = pointer
                 desc.aligned = pointer
             else:
                 self._scalars[i].value = self._check_scalar(i, spec, value)
-        if self._has_donated:
-            self._check_overlaps(arrays)
+        if self._donated_indices:
+            self._check_overlaps(arrays, pointers)
         self._cfunc(self._packed)
         return self._collect(arrays)
 
