@@ -696,6 +696,28 @@ def markdown(results: dict) -> str:
                'missing_passes') else "") + ". "
            + "".join(f"Note: {n}. " for n in results.get("backend_notes", []))
            + f"Copy bandwidth {results['bandwidth']['bytes_per_s'] / 1e9:.2f} GB/s.", ""]
+    out.append("**Summary** (largest size of each workload; ratio < 1: tdf is faster / "
+               "allocates less; – : undefined, the baseline allocates 0 B or did not run):")
+    out.append("")
+    out.append("| workload | size | t tdf/jax-donated | t tdf/jax | t tdf/in-place-off | "
+               "t tdf/copy-all | B tdf/jax-donated | B tdf/jax | B tdf/in-place-off | "
+               "B tdf/copy-all |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for wl in ("kv_step", "kv_multilayer", "kv_loop", "ew_chain", "log_concat", "embed_update"):
+        rows = results["workloads"].get(wl)
+        if not rows:
+            continue
+        r = rows[-1]["ratios"]
+        cells = [_fmt_r(r[f"{k}_tdf/{o}"]) for k in ("time", "bytes") for o in
+                 ("jax_donated", "jax", "tdf_inplace_off", "tdf_copy_all")]
+        out.append(f"| {wl} | {_size_label(rows[-1]['size'])} | " + " | ".join(cells) + " |")
+    cs = results["workloads"].get("compile_scaling")
+    if cs and cs["exponent"].get("analyses_total") is not None:
+        out.append("")
+        out.append(f"Compile-time growth exponent (liveness + alias + tdf-insert-inplace, "
+                   f"{cs['points'][0]['ops']}–{cs['points'][-1]['ops']} ops): "
+                   f"**{_fmt_r(cs['exponent']['analyses_total'])}**.")
+    out.append("")
     out.append("Time: median per call (IQR) of one step; bytes: allocated per call "
                "(tdf: counted at run time; JAX: output + temp − alias from memory_analysis; "
                "numpy: tracemalloc peak).")
