@@ -718,7 +718,7 @@ def markdown(results: dict) -> str:
                    f"{cs['points'][0]['ops']}–{cs['points'][-1]['ops']} ops): "
                    f"**{_fmt_r(cs['exponent']['analyses_total'])}**.")
     out.append("")
-    out.append("Time: median per call (IQR) of one step; bytes: allocated per call "
+    out.append("Time: median (±IQR/2) of one step (kv_loop: one decode step = call ÷ steps; ew_chain: one kernel call = program call ÷ calls; otherwise one call); bytes: allocated per call "
                "(tdf: counted at run time; JAX: output + temp − alias from memory_analysis; "
                "numpy: tracemalloc peak).")
     out.append("")
