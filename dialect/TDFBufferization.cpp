@@ -49,20 +49,14 @@ FailureOr<Value> adaptBuffer(RewriterBase &rewriter, Value buffer, Type type,
                                   options);
 }
 
-/// Bufferizes a destination-passing kernel call: operands are passed as
-/// buffers, in-place results reuse the buffer of their operand, the others
-/// get fresh allocations appended as output parameters.
-/// `inplaceIndices[i]` is the operand whose storage result `i` reuses, or -1.
-LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndices,
-                                  RewriterBase &rewriter,
-                                  const BufferizationOptions &options,
-                                  BufferizationState &state) {
-  func::FuncOp kernel = lookupKernel(op);
-  if (!kernel)
-    return op->emitOpError("kernel not found during bufferization");
-  FunctionType fnType = kernel.getFunctionType();
-  rewriter.setInsertionPoint(op);
-  SmallVector<Value> args;
+/// Appends to `args` the values a call passes for the operands of `op`: the
+/// buffer of each tensor operand, adapted to the callee's parameter type, and
+/// each scalar operand unchanged.
+LogicalResult getCallArguments(Operation *op, FunctionType fnType,
+                               RewriterBase &rewriter,
+                               const BufferizationOptions &options,
+                               BufferizationState &state,
+                               SmallVectorImpl<Value> &args) {
   for (OpOperand &operand : op->getOpOperands()) {
     Value value = operand.get();
     if (!isa<TensorType>(value.getType())) {
@@ -79,10 +73,28 @@ LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndice
       return failure();
     args.push_back(*adapted);
   }
-  SmallVector<Value> results;
-  unsigned numOperands = op->getNumOperands();
-  unsigned nextOutput = numOperands;
-  for (auto [resultIndex, operandIndex] : llvm::enumerate(inplaceIndices)) {
+  return success();
+}
+
+/// Bufferizes a destination-passing kernel call: operands are passed as
+/// buffers, in-place results reuse the buffer of their operand, the others
+/// get fresh allocations appended as output parameters.
+/// `inplaceIndices[i]` is the operand whose storage result `i` reuses, or -1.
+LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndices,
+                                  RewriterBase &rewriter,
+                                  const BufferizationOptions &options,
+                                  BufferizationState &state) {
+  func::FuncOp kernel = lookupKernel(op);
+  if (!kernel)
+    return op->emitOpError("kernel not found during bufferization");
+  FunctionType fnType = kernel.getFunctionType();
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> args;
+  if (failed(getCallArguments(op, fnType, rewriter, options, state, args)))
+    return failure();
+  SmallVector<Value> results, freshOutputs;
+  unsigned nextOutput = op->getNumOperands();
+  for (int64_t operandIndex : inplaceIndices) {
     if (operandIndex >= 0) {
       results.push_back(args[operandIndex]);
       continue;
@@ -96,10 +108,10 @@ LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndice
     if (failed(adapted))
       return failure();
     results.push_back(*adapted);
+    freshOutputs.push_back(*adapted);
   }
-  for (Value result : results)
-    if (llvm::find(args, result) == args.end())
-      args.push_back(result);
+  // Output parameters follow the operands, in result order.
+  args.append(freshOutputs);
   func::CallOp::create(rewriter, op->getLoc(), kernel.getSymName(),
                        TypeRange(), args);
   replaceOpWithBufferizedValues(rewriter, op, results);
@@ -241,22 +253,8 @@ struct CallOpaqueOpModel
     FunctionType fnType = callee.getFunctionType();
     rewriter.setInsertionPoint(op);
     SmallVector<Value> args;
-    for (OpOperand &operand : op->getOpOperands()) {
-      Value value = operand.get();
-      if (!isa<TensorType>(value.getType())) {
-        args.push_back(value);
-        continue;
-      }
-      FailureOr<Value> buffer = getBuffer(rewriter, value, options, state);
-      if (failed(buffer))
-        return failure();
-      FailureOr<Value> adapted =
-          adaptBuffer(rewriter, *buffer,
-                      fnType.getInput(operand.getOperandNumber()), options);
-      if (failed(adapted))
-        return failure();
-      args.push_back(*adapted);
-    }
+    if (failed(getCallArguments(op, fnType, rewriter, options, state, args)))
+      return failure();
     auto call = func::CallOp::create(rewriter, op->getLoc(),
                                      callee.getSymName(),
                                      fnType.getResults(), args);
