@@ -35,7 +35,7 @@ from mlir import ir
 from .context import Context
 from .errors import TDFError
 from .parsing import parse
-from .pipeline import run_pipeline as _run_pipeline
+from .pipeline import run_pipeline
 from .runtime import DTYPES, EntryFunction, ScalarSpec, TensorSpec
 
 __all__ = ["compile", "Program", "CompileError", "StrictModeError", "InplaceDecision",
@@ -366,30 +366,6 @@ def _buffers(module):
 
         _walk(func, visit)
     return allocations, copies
-
-
-def run_pipeline(module, pipeline: str, filename: str | None = None) -> None:
-    """:func:`tdf.run_pipeline`, then breaks the reference cycle its
-    diagnostic capture leaves (capture → handler → bound method → capture,
-    through a nanobind object the garbage collector cannot traverse), which
-    would otherwise keep every compiled program's MLIR context alive."""
-
-    from . import pipeline as _pipeline
-
-    created = []
-    original = _pipeline.capture_diagnostics.__exit__
-
-    def exit_and_release(self, *exc):
-        original(self, *exc)
-        created.append(self)
-
-    _pipeline.capture_diagnostics.__exit__ = exit_and_release
-    try:
-        _run_pipeline(module, pipeline, filename=filename)
-    finally:
-        _pipeline.capture_diagnostics.__exit__ = original
-        for capture in created:
-            capture._handler = None
 
 
 def _runtime_libs() -> list[str]:

@@ -29,6 +29,10 @@ class capture_diagnostics:
 
     def __exit__(self, *exc) -> None:
         self._handler.detach()
+        # The handler holds a bound method of self: drop it, or the cycle
+        # (through a nanobind object the GC cannot traverse) keeps the
+        # context, and every module in it, alive.
+        self._handler = None
 
     def of_severity(self, severity: str) -> list[DiagnosticRecord]:
         return [r for r in self.records if r.severity == severity]
