@@ -27,9 +27,10 @@ test: setup
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/lit -sv lit_tests
 	$(PY) -m pytest -q tests
 
-# Refresh the generated dialect reference in docs/ from the build.
+# Refresh the generated references in docs/ (dialect from the ODS, passes
+# from the registry).
 docs: setup
-	$(PY) -m tdf.docgen --write docs/TDFDialect.md
+	$(PY) -m tdf.docgen --write docs
 
 clean:
 	rm -rf build lit_tests/Output
