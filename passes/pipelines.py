@@ -11,7 +11,21 @@ Pipelines (nameable in any textual pipeline, ``tdf-opt`` and Python):
     rules force (a non-donated argument that is updated, an in-place operand
     that is still read later, an opaque call result, see below).
 
-    Options: ``dealloc`` (bool, default true): insert deallocations.
+    Options: ``dealloc`` (bool, default true): insert deallocations;
+    ``copy-before-write`` (bool, default false): the functional baseline --
+    One-Shot Bufferize skips its analysis and copies before **every** write
+    (nothing runs in place, donation buys nothing). Only for measuring what
+    in place saves. Before (a donated row update)::
+
+        %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 4] [1, 1]
+            : tensor<1x4xf32> into tensor<8x4xf32>
+
+    After, with ``copy-before-write``::
+
+        %alloc = memref.alloc() {alignment = 64 : i64} : memref<8x4xf32>
+        memref.copy %cache, %alloc : memref<8x4xf32> to memref<8x4xf32>
+        %slot = memref.subview %alloc[%pos, 0] [1, 4] [1, 1] : ...
+        memref.copy %row, %slot : ...
 
 ``tdf-lower-to-cpu``
     [``tdf-insert-inplace``] → [``tdf-verify-inplace{strict}``] →
@@ -21,7 +35,14 @@ Pipelines (nameable in any textual pipeline, ``tdf-opt`` and Python):
 
     Options: ``inplace`` (bool, default true): run ``tdf-insert-inplace``
     first; ``strict`` (bool, default false): run
-    ``tdf-verify-inplace{strict=true}`` before bufferizing.
+    ``tdf-verify-inplace{strict=true}`` before bufferizing;
+    ``copy-before-write`` (bool, default false): the functional baseline,
+    ``tdf-bufferize{copy-before-write=true}`` and no ``tdf-insert-inplace``
+    (``inplace`` is ignored); ``count-allocations`` (bool, default false):
+    lower ``memref.alloc``/``dealloc`` to the generic
+    ``_mlir_memref_to_llvm_alloc``/``_aligned_alloc``/``_free`` functions
+    (``finalize-memref-to-llvm{use-generic-functions use-aligned-alloc}``), which the runtime
+    defines with counting allocators (``tdf.compile(count_allocations=True)``).
 
 Helper passes:
 
@@ -77,6 +98,7 @@ from .registry import PassContext, PassOption, register_pass, register_pipeline
 
 ONE_SHOT = ("one-shot-bufferize{bufferize-function-boundaries "
             "function-boundary-type-conversion=identity-layout-map}")
+ONE_SHOT_COPY_BEFORE_WRITE = ONE_SHOT[:-1] + " copy-before-write}"
 RETURNED_ARGS_ATTR = "tdf.returned_args"
 
 _VIEW_LIKE = {
@@ -467,11 +489,14 @@ def _flag(value: bool) -> str:
 @register_pipeline(
     "tdf-bufferize",
     "tdf-donate, One-Shot Bufferize with function boundaries, ownership-based deallocation",
-    options=[PassOption("dealloc", bool, True, "Insert buffer deallocations (no leaks)")],
+    options=[PassOption("dealloc", bool, True, "Insert buffer deallocations (no leaks)"),
+             PassOption("copy-before-write", bool, False,
+                        "Functional baseline: copy before every write (nothing in place)")],
 )
 def bufferize_pipeline(options: dict) -> str:
     """Expands to the bufferization pass list (see the module docstring)."""
-    passes = ["tdf-donate", ONE_SHOT, "canonicalize", "cse", "tdf-drop-donated-results"]
+    one_shot = ONE_SHOT_COPY_BEFORE_WRITE if options["copy-before-write"] else ONE_SHOT
+    passes = ["tdf-donate", one_shot, "canonicalize", "cse", "tdf-drop-donated-results"]
     if options["dealloc"]:
         passes += [
             "tdf-unown-opaque-results{phase=snapshot}",
@@ -509,6 +534,18 @@ LOWER_TO_LLVM = [
 ]
 
 
+def lower_to_llvm(count_allocations: bool = False) -> list[str]:
+    """The LLVM lowering after ``tdf-bufferize`` (:data:`LOWER_TO_LLVM`);
+    ``count_allocations`` lowers allocations to the generic
+    ``_mlir_memref_to_llvm_*`` functions so that a runtime can count them
+    (``use-aligned-alloc``: an aligned allocation asks for its exact size
+    instead of size + alignment padding, so counted bytes are memref bytes)."""
+    if not count_allocations:
+        return list(LOWER_TO_LLVM)
+    return [p + "{use-generic-functions use-aligned-alloc}" if p == "finalize-memref-to-llvm" else p
+            for p in LOWER_TO_LLVM]
+
+
 @register_pipeline(
     "tdf-lower-to-cpu",
     "In-place rewrite, bufferization and lowering to the LLVM dialect for the CPU JIT",
@@ -516,15 +553,20 @@ LOWER_TO_LLVM = [
         PassOption("inplace", bool, True, "Run tdf-insert-inplace first"),
         PassOption("strict", bool, False,
                    "Run tdf-verify-inplace{strict=true}: a copy forced by a tdf.call_inplace is an error"),
+        PassOption("copy-before-write", bool, False,
+                   "Functional baseline: no in-place rewrite, copy before every write"),
+        PassOption("count-allocations", bool, False,
+                   "Lower allocations to the generic _mlir_memref_to_llvm_* functions (for counting)"),
     ],
 )
 def lower_to_cpu_pipeline(options: dict) -> str:
     """Expands to the CPU lowering pass list (see the module docstring)."""
+    copy_before_write = options["copy-before-write"]
     passes = []
-    if options["inplace"]:
+    if options["inplace"] and not copy_before_write:
         passes.append("tdf-insert-inplace")
     if options["strict"]:
         passes.append("tdf-verify-inplace{strict=true}")
-    passes.append("tdf-bufferize")
-    passes += LOWER_TO_LLVM
+    passes.append("tdf-bufferize{copy-before-write=true}" if copy_before_write else "tdf-bufferize")
+    passes += lower_to_llvm(options["count-allocations"])
     return ", ".join(passes)

@@ -367,3 +367,127 @@ def test_compile_releases_memory():
     gc.collect()
     grown = rss_bytes() - start
     assert grown < 30 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over 40 compiles"
+
+
+# ------------------------------------------- copy-before-write and counting
+
+CHAIN = KERNELS + """
+func.func @chain(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
+  %t = tdf.call @add(%x, %y) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %r = tdf.call @add(%t, %y) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+"""
+
+
+def _whole_copies(report, function):
+    """Bytes of copies that are not the update itself (a copy into a slice)."""
+    return sum(c.nbytes or 0 for c in report.copies if c.function == function and not c.into_view)
+
+
+def test_copy_before_write_copies_where_inplace_does_not():
+    normal = tdf.compile(STEP)
+    base = tdf.compile(STEP, copy_before_write=True)
+    cache, row = f32(8, 4), f32(1, 4, seed=1)
+    want = cache.copy()
+    want[5:6] = row
+    # The normal build updates the donated cache in place: no allocation, no
+    # copy besides the row itself.
+    assert normal.report().bytes_allocated("step") == 0
+    assert _whole_copies(normal.report(), "step") == 0
+    # The baseline copies the whole cache first and never writes the argument.
+    rep = base.report()
+    assert rep.copy_before_write and not rep.inplace
+    assert rep.bytes_allocated("step") == 8 * 4 * 4
+    assert _whole_copies(rep, "step") == 8 * 4 * 4
+    assert "copy-before-write baseline" in str(rep)
+    assert all(not d.inplace and "copy_before_write" in d.reason for d in rep.decisions)
+    kept = cache.copy()
+    out = base.step(cache, row, 5)
+    assert out is not cache
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(cache, kept)
+    assert normal.step(cache, row, 5) is cache
+    np.testing.assert_array_equal(cache, want)
+
+
+def test_copy_before_write_chain_allocates_more_and_matches():
+    x, y = f32(16), f32(16, seed=1)
+    on = tdf.compile(CHAIN, inplace=True)
+    base = tdf.compile(CHAIN, inplace=True, copy_before_write=True)
+    assert base.report().calls_made_inplace == 0  # the rewrite does not run
+    assert base.report().bytes_allocated("chain") > on.report().bytes_allocated("chain")
+    np.testing.assert_allclose(base.chain(x, y), x + 2 * y, rtol=1e-6)
+    np.testing.assert_allclose(on.chain(x, y), x + 2 * y, rtol=1e-6)
+
+
+def test_count_allocations_donated_row_update_allocates_nothing():
+    prog = tdf.compile(STEP, count_allocations=True)
+    assert prog.counts_allocations
+    cache = f32(8, 4)
+    for pos in range(4):
+        assert prog.step(cache, f32(1, 4, seed=pos), pos) is cache
+    stats = prog.allocation_stats()
+    assert (stats.calls, stats.bytes, stats.live_bytes, stats.peak_bytes) == (0, 0, 0, 0)
+
+
+def test_negative_count_allocations_copies_when_not_donated_or_baseline():
+    cache_bytes = 8 * 4 * 4
+    prog = tdf.compile(STEP, count_allocations=True)
+    cache = f32(8, 4)
+    out = prog.step_readonly(cache, f32(1, 4), 2)
+    stats = prog.allocation_stats()
+    assert stats.calls >= 1 and stats.bytes >= cache_bytes
+    assert stats.live_bytes >= cache_bytes  # owned by `out`
+    del out
+    gc.collect()
+    assert prog.allocation_stats().live_bytes == 0
+    assert prog.allocation_stats().frees == stats.calls
+
+    base = tdf.compile(STEP, copy_before_write=True, count_allocations=True)
+    out = base.step(cache, f32(1, 4), 2)
+    assert base.allocation_stats().bytes >= cache_bytes
+    assert base.allocation_stats().peak_bytes >= cache_bytes
+
+
+def test_count_allocations_reset_and_intermediates():
+    prog = tdf.compile(CHAIN, inplace=False, count_allocations=True)
+    x, y = f32(16), f32(16, seed=1)
+    r = prog.chain(x, y)
+    np.testing.assert_allclose(r, x + 2 * y, rtol=1e-6)
+    stats = prog.allocation_stats()
+    assert stats.calls == 2 and stats.bytes == 2 * 16 * 4  # %t and %r
+    assert stats.frees == 1 and stats.live_bytes == 16 * 4  # %t freed, %r is `r`
+    assert stats.peak_bytes == 2 * 16 * 4
+    prog.reset_allocation_stats()
+    stats = prog.allocation_stats()
+    assert (stats.calls, stats.frees, stats.bytes) == (0, 0, 0)
+    assert stats.live_bytes == stats.peak_bytes == 16 * 4  # `r` still alive
+    del r
+    gc.collect()
+    assert prog.allocation_stats().live_bytes == 0
+    prog.chain(x, y)
+    assert prog.allocation_stats().bytes == 2 * 16 * 4
+
+
+def test_negative_no_counting_unless_asked():
+    prog = tdf.compile(STEP)
+    assert not prog.counts_allocations
+    with pytest.raises(RuntimeError, match="count_allocations=True"):
+        prog.allocation_stats()
+    with pytest.raises(RuntimeError, match="count_allocations=True"):
+        prog.reset_allocation_stats()
+    # The normal build calls malloc/free directly: no counting hooks.
+    assert "_mlir_memref_to_llvm_" not in prog.llvm_ir
+    assert "_mlir_memref_to_llvm_" in tdf.compile(STEP, count_allocations=True).llvm_ir
+
+
+def test_copy_before_write_and_counting_option_errors():
+    with pytest.raises(ValueError, match="strict=True cannot be combined"):
+        tdf.compile(STEP, strict=True, copy_before_write=True)
+    with pytest.raises(TypeError, match="copy_before_write must be a bool"):
+        tdf.compile(STEP, copy_before_write="yes")
+    with pytest.raises(TypeError, match="count_allocations must be a bool"):
+        tdf.compile(STEP, count_allocations=1)
+    with pytest.raises(ValueError, match="CPU-only"):
+        tdf.compile(STEP, target="nvvm", count_allocations=True)

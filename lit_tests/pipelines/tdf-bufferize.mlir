@@ -1,5 +1,8 @@
 // RUN: tdf-opt %s --tdf-bufferize | FileCheck %s
 // RUN: tdf-opt %s --pass-pipeline='builtin.module(tdf-bufferize{dealloc=false})' | FileCheck %s --check-prefix=NODEALLOC
+// RUN: tdf-opt %s --pass-pipeline='builtin.module(tdf-bufferize{copy-before-write=true})' | FileCheck %s --check-prefix=CBW
+// RUN: tdf-opt %s --pass-pipeline='builtin.module(tdf-lower-to-cpu{copy-before-write=true count-allocations=true})' | FileCheck %s --check-prefix=COUNT
+// RUN: tdf-opt %s --pass-pipeline='builtin.module(tdf-lower-to-cpu)' | FileCheck %s --check-prefix=NOCOUNT
 
 func.func private @add(%a: memref<16xf32>, %b: memref<16xf32>, %out: memref<16xf32>) attributes {tdf.elementwise} {
   linalg.add ins(%a, %b : memref<16xf32>, memref<16xf32>) outs(%out : memref<16xf32>)
@@ -18,6 +21,22 @@ func.func private @keeps(memref<16xf32>) -> memref<16xf32>
 // CHECK: memref.copy %[[ROW]], %[[SLOT]]
 // CHECK-NOT: memref.alloc
 // CHECK: return{{$}}
+// The copy-before-write baseline copies the whole donated cache first and
+// returns the copy: nothing is updated in place.
+// CBW-LABEL: func.func @inplace_row_update
+// CBW-SAME: (%[[CACHE:.*]]: memref<8x4xf32>, %[[ROW:.*]]: memref<1x4xf32>, %{{.*}}: index) -> memref<8x4xf32>
+// CBW-NOT: tdf.returned_args
+// CBW: %[[COPY:.*]] = memref.alloc
+// CBW: memref.copy %[[CACHE]], %[[COPY]]
+// CBW: %[[SLOT:.*]] = memref.subview %[[COPY]]
+// CBW: memref.copy %[[ROW]], %[[SLOT]]
+// CBW: return %[[COPY]]
+// Allocation counting: allocations go through the generic (counted)
+// functions; the normal lowering calls malloc and free directly.
+// COUNT-LABEL: llvm.func @inplace_row_update
+// COUNT: llvm.call @_mlir_memref_to_llvm_aligned_alloc
+// COUNT-NOT: llvm.call @malloc
+// NOCOUNT-NOT: _mlir_memref_to_llvm_
 func.func @inplace_row_update(%cache: tensor<8x4xf32> {tdf.donate}, %row: tensor<1x4xf32>, %pos: index) -> tensor<8x4xf32> {
   %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<8x4xf32>
   return %new : tensor<8x4xf32>

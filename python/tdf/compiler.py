@@ -19,6 +19,16 @@ points; each becomes an attribute of the returned :class:`Program` (see
     new_cache = prog.step(cache, row, pos)      # cache is donated: new_cache is cache
     print(prog.report())
 
+Two builds exist for measuring what in place buys:
+``copy_before_write=True`` is the functional baseline (``tdf-bufferize
+{copy-before-write=true}``, no ``tdf-insert-inplace``: every write copies) and
+``count_allocations=True`` counts the bytes the compiled code allocates at run
+time (:meth:`Program.allocation_stats`)::
+
+    base = tdf.compile(text, copy_before_write=True, count_allocations=True)
+    base.step(cache, row, pos)
+    base.allocation_stats().bytes               # >= cache.nbytes
+
 ``target="nvvm"`` dispatches to :func:`tdf.gpu.compile_nvvm`.
 """
 
@@ -36,14 +46,15 @@ from .context import Context
 from .errors import TDFError
 from .parsing import parse
 from .pipeline import run_pipeline
-from .runtime import DTYPES, EntryFunction, ScalarSpec, TensorSpec
+from .runtime import DTYPES, AllocationCounter, AllocationStats, EntryFunction, ScalarSpec, TensorSpec
 
 __all__ = ["compile", "Program", "CompileError", "StrictModeError", "InplaceDecision",
-           "Copy", "Allocation"]
+           "Copy", "Allocation", "AllocationStats"]
 
 TARGETS = ("cpu", "nvvm")
 ANALYSIS = ("tdf-donate, one-shot-bufferize{bufferize-function-boundaries "
             "function-boundary-type-conversion=identity-layout-map test-analysis-only}")
+COPY_BEFORE_WRITE_REASON = "copy_before_write=True: every write copies"
 _TENSOR_VIEWS = {"tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape",
                  "tensor.cast", "tensor.reshape", "tensor.bitcast", "tdf.assume_unaliased"}
 
@@ -111,6 +122,7 @@ class Report:
     copies: list = field(default_factory=list)
     allocations: list = field(default_factory=list)
     returned_args: dict = field(default_factory=dict)
+    copy_before_write: bool = False
 
     def bytes_allocated(self, function: str | None = None) -> int:
         """Static bytes allocated per call (allocations in loops count once)."""
@@ -122,7 +134,9 @@ class Report:
                    if function is None or c.function == function)
 
     def __str__(self):
-        lines = [f"tdf report (in-place rewrite {'on' if self.inplace else 'off'}; "
+        mode = "copy-before-write baseline" if self.copy_before_write else \
+            f"in-place rewrite {'on' if self.inplace else 'off'}"
+        lines = [f"tdf report ({mode}; "
                  f"{self.calls_made_inplace} call(s) rewritten to tdf.call_inplace)"]
         lines.append("in-place decisions:")
         lines += [f"  {d}" for d in self.decisions] or ["  (no writes)"]
@@ -151,9 +165,11 @@ class Program:
     """A compiled CPU program. Each entry function is an attribute
     (``prog.step(...)``) and is in :attr:`functions`."""
 
-    def __init__(self, functions, report, engine, llvm_ir: str, buffer_ir: str, context):
+    def __init__(self, functions, report, engine, llvm_ir: str, buffer_ir: str, context,
+                 counter=None):
         self.functions = dict(functions)
         self._report = report
+        self._counter = counter
         self._engine = engine
         self._context = context
         self.llvm_ir = llvm_ir
@@ -169,6 +185,31 @@ class Program:
         """In-place decisions, remaining copies (and why) and the static bytes
         allocated per call; ``print(prog.report())`` formats them."""
         return self._report
+
+    @property
+    def counts_allocations(self) -> bool:
+        """True when compiled with ``count_allocations=True``."""
+        return self._counter is not None
+
+    def _require_counter(self):
+        if self._counter is None:
+            raise RuntimeError("allocation counting is off: compile with "
+                               "tdf.compile(..., count_allocations=True)")
+        return self._counter
+
+    def allocation_stats(self) -> AllocationStats:
+        """Heap allocations the compiled code made at run time since the last
+        :meth:`reset_allocation_stats` (or since compilation):
+        ``calls``, ``frees``, ``bytes`` allocated, ``live_bytes`` (not yet
+        freed, including buffers owned by live result arrays) and
+        ``peak_bytes``. Needs ``count_allocations=True`` (else
+        ``RuntimeError``)."""
+        return self._require_counter().stats()
+
+    def reset_allocation_stats(self) -> None:
+        """Zeroes the run-time allocation counters; the peak restarts at the
+        current live bytes."""
+        self._require_counter().reset()
 
     def __repr__(self):
         return f"<tdf.Program {', '.join('@' + n for n in self.functions)}>"
@@ -416,7 +457,8 @@ def _inplace_calls(module) -> int:
 
 
 def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: bool = False,
-            opt_level: int = 2, shared_libs=(), chip: str = "sm_90", filename: str = "<input>"):
+            opt_level: int = 2, shared_libs=(), chip: str = "sm_90", filename: str = "<input>",
+            copy_before_write: bool = False, count_allocations: bool = False):
     """Compiles a tdf program.
 
     ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
@@ -429,12 +471,27 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     ``void _mlir_ciface_<name>(MemRefDescriptor *...)`` (tdf marks every
     declaration ``llvm.emit_c_interface``).
 
+    ``copy_before_write`` (CPU only): the functional baseline for
+    measurements -- no ``tdf-insert-inplace`` (``inplace`` is ignored) and
+    One-Shot Bufferize ``copy-before-write``: every write copies its operand
+    first, donated arguments are never updated (results are fresh arrays).
+    Cannot be combined with ``strict`` (``ValueError``).
+    ``count_allocations`` (CPU only): lower heap allocations to counting
+    callbacks, read with :meth:`Program.allocation_stats`; each allocation
+    calls into Python, so time programs compiled without it.
+
     Raises :class:`tdf.ParseError`, :class:`tdf.PipelineError`,
     :class:`CompileError` or ``ValueError``/``TypeError`` for bad options.
     """
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (expected one of {', '.join(TARGETS)})")
+    for name, value in (("copy_before_write", copy_before_write),
+                        ("count_allocations", count_allocations)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, got {value!r}")
     if target == "nvvm":
+        if copy_before_write or count_allocations:
+            raise ValueError("copy_before_write and count_allocations are CPU-only options")
         from . import gpu
         return gpu.compile_nvvm(text_or_module, chip=chip, inplace=inplace, strict=strict)
     if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= 3:
@@ -445,6 +502,11 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     for path in shared_libs:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"shared library not found: {path}")
+    if copy_before_write and strict:
+        raise ValueError("strict=True cannot be combined with copy_before_write=True "
+                         "(the baseline copies before every write)")
+    if copy_before_write:
+        inplace = False
 
     _FILENAME[0] = filename
     context = Context()
@@ -471,12 +533,18 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             run_pipeline(module, "builtin.module(tdf-insert-inplace)", filename=filename)
         calls_inplace = _inplace_calls(module) - before
         decisions, forced = _analyse(module, context)
+        if copy_before_write:
+            # One-Shot skips its analysis in this mode: every write copies.
+            for decision in decisions:
+                decision.inplace = False
+                decision.reason = COPY_BEFORE_WRITE_REASON
         if strict and forced:
             lines = "\n".join(f"  {d}" for d in forced)
             raise StrictModeError(f"strict mode: {len(forced)} tdf.call_inplace operand(s) "
                                   f"would be copied:\n{lines}")
 
-        run_pipeline(module, "builtin.module(tdf-bufferize)", filename=filename)
+        bufferize = "tdf-bufferize{copy-before-write=true}" if copy_before_write else "tdf-bufferize"
+        run_pipeline(module, f"builtin.module({bufferize})", filename=filename)
         buffer_ir = str(module)
         allocations, copies = _buffers(module)
         returned = {}
@@ -492,21 +560,28 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
                 func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         _check_symbols(module, shared_libs)
 
-        from .passes.pipelines import LOWER_TO_LLVM
-        run_pipeline(module, "builtin.module(" + ", ".join(LOWER_TO_LLVM) + ")", filename=filename)
+        from .passes.pipelines import lower_to_llvm
+        run_pipeline(module, "builtin.module(" + ", ".join(lower_to_llvm(count_allocations)) + ")",
+                     filename=filename)
         llvm_ir = str(module)
 
         from mlir.execution_engine import ExecutionEngine
         engine = ExecutionEngine(module, opt_level=opt_level,
                                  shared_libs=_runtime_libs() + shared_libs)
+        counter = None
+        if count_allocations:
+            counter = AllocationCounter()
+            counter.register(engine)
         engine.initialize()
 
-    report = Report(inplace, calls_inplace, decisions, copies, allocations, returned)
+    report = Report(inplace, calls_inplace, decisions, copies, allocations, returned,
+                    copy_before_write=copy_before_write)
     functions = {}
     for name, (params, results) in entries.items():
         address = engine.raw_lookup(f"_mlir_ciface_{name}")
         if not address:
             raise CompileError(f"@{name}: the JIT has no symbol _mlir_ciface_{name}")
         functions[name] = EntryFunction(name, params, results, returned[name], address,
-                                        keepalive=engine)
-    return Program(functions, report, engine, llvm_ir, buffer_ir, context)
+                                        keepalive=(engine, counter),
+                                        free=counter.free if counter is not None else None)
+    return Program(functions, report, engine, llvm_ir, buffer_ir, context, counter)

@@ -25,6 +25,16 @@ Conventions (see ``docs/Runtime.md``):
   the C allocator when the array is garbage collected);
 - wrong argument count, dtype or shape raise ``TypeError``/``ValueError``
   naming the function and the argument.
+
+Allocation counting (``tdf.compile(..., count_allocations=True)``): the
+program is lowered with ``finalize-memref-to-llvm{use-generic-functions}``, so
+every heap allocation and deallocation of the compiled code calls
+``_mlir_memref_to_llvm_alloc``/``_aligned_alloc``/``_free``;
+:class:`AllocationCounter` defines those three symbols for that program's
+engine (ctypes callbacks around ``malloc``/``aligned_alloc``/``free``) and
+counts calls, bytes, live and peak live bytes. Result arrays that own a
+counted buffer free it through the counter too. Programs compiled without
+counting use the plain ``malloc``/``free`` lowering: no cost.
 """
 
 from __future__ import annotations
@@ -40,6 +50,8 @@ __all__ = [
     "ScalarSpec",
     "EntryFunction",
     "memref_descriptor_type",
+    "AllocationCounter",
+    "AllocationStats",
 ]
 
 # MLIR element type (as printed) → numpy dtype.
@@ -72,7 +84,110 @@ _free = _libc.free
 _free.argtypes = [ctypes.c_void_p]
 _free.restype = None
 
+_malloc = _libc.malloc
+_malloc.argtypes = [ctypes.c_size_t]
+_malloc.restype = ctypes.c_void_p
+_aligned_alloc = _libc.aligned_alloc
+_aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+_aligned_alloc.restype = ctypes.c_void_p
+
 _DESCRIPTOR_TYPES: dict[int, type] = {}
+
+
+class AllocationStats:
+    """Run-time allocations of a compiled program since the last reset:
+    ``calls`` (allocations made), ``frees``, ``bytes`` (total bytes
+    allocated), ``live_bytes`` (allocated by the compiled code and not yet
+    freed, including buffers still owned by result arrays) and
+    ``peak_bytes`` (the highest ``live_bytes`` since the reset)."""
+
+    __slots__ = ("calls", "frees", "bytes", "live_bytes", "peak_bytes")
+
+    def __init__(self, calls, frees, bytes_, live_bytes, peak_bytes):
+        self.calls = calls
+        self.frees = frees
+        self.bytes = bytes_
+        self.live_bytes = live_bytes
+        self.peak_bytes = peak_bytes
+
+    def as_dict(self) -> dict:
+        """The fields as a plain dict (JSON-able)."""
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __eq__(self, other):
+        return isinstance(other, AllocationStats) and self.as_dict() == other.as_dict()
+
+    def __repr__(self):
+        return ("AllocationStats(" + ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__)
+                + ")")
+
+
+class AllocationCounter:
+    """Counting definitions of ``_mlir_memref_to_llvm_alloc``,
+    ``_mlir_memref_to_llvm_aligned_alloc`` and ``_mlir_memref_to_llvm_free``
+    for one ExecutionEngine (call :meth:`register` before
+    ``engine.initialize()``). Memory comes from the C allocator, so buffers
+    stay compatible with ``free``; :meth:`free` is what result arrays call."""
+
+    _ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)
+    _ALIGNED = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
+    _FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+    def __init__(self):
+        self._sizes: dict[int, int] = {}
+        self._live = 0
+        self.reset()
+        # The callbacks must live as long as the engine: the counter is kept
+        # by the program and by every entry function.
+        self._alloc_cb = self._ALLOC(self._alloc)
+        self._aligned_cb = self._ALIGNED(self._aligned)
+        self._free_cb = self._FREE(self.free)
+
+    def register(self, engine) -> None:
+        """Defines the three generic allocation symbols in ``engine``."""
+        for name, cb in (("_mlir_memref_to_llvm_alloc", self._alloc_cb),
+                         ("_mlir_memref_to_llvm_aligned_alloc", self._aligned_cb),
+                         ("_mlir_memref_to_llvm_free", self._free_cb)):
+            engine.raw_register_runtime(name, ctypes.cast(cb, ctypes.c_void_p))
+
+    def reset(self) -> None:
+        """Zeroes calls, frees and bytes; the peak restarts at the current
+        live bytes (buffers still alive stay tracked)."""
+        self._calls = 0
+        self._frees = 0
+        self._bytes = 0
+        self._peak = self._live
+
+    def stats(self) -> AllocationStats:
+        """The counters since the last :meth:`reset`."""
+        return AllocationStats(self._calls, self._frees, self._bytes, self._live, self._peak)
+
+    def _note(self, pointer, size):
+        if pointer:
+            self._sizes[pointer] = size
+            self._calls += 1
+            self._bytes += size
+            self._live += size
+            if self._live > self._peak:
+                self._peak = self._live
+        return pointer
+
+    def _alloc(self, size):
+        return self._note(_malloc(size), size)
+
+    def _aligned(self, alignment, size):
+        # aligned_alloc wants a size that is a multiple of the alignment.
+        rounded = (size + alignment - 1) // alignment * alignment
+        return self._note(_aligned_alloc(alignment, max(rounded, alignment)), size)
+
+    def free(self, pointer) -> None:
+        """Frees a buffer (counted when this counter allocated it)."""
+        if pointer:
+            size = self._sizes.pop(pointer, None)
+            if size is not None:
+                self._live -= size
+                self._frees += 1
+            _free(pointer)
 
 
 def memref_descriptor_type(rank: int) -> type:
@@ -128,14 +243,15 @@ class _Owner:
     """Frees a buffer the JIT code allocated (and handed to us) when the last
     numpy array viewing it goes away."""
 
-    __slots__ = ("pointer",)
+    __slots__ = ("pointer", "free")
 
-    def __init__(self, pointer):
+    def __init__(self, pointer, free=_free):
         self.pointer = pointer
+        self.free = free
 
     def __del__(self):
         if self.pointer:
-            _free(self.pointer)
+            self.free(self.pointer)
             self.pointer = 0
 
 
@@ -156,10 +272,14 @@ class EntryFunction:
     returned instead. ``address`` is the address of the packed wrapper of the ``_mlir_ciface_``
     function (what ``ExecutionEngine.raw_lookup`` returns).
     ``keepalive`` is held for as long as the function lives (the engine).
+    ``free`` frees a result buffer the compiled code allocated (default: the
+    C ``free``; an :class:`AllocationCounter`'s ``free`` when counting).
     """
 
-    def __init__(self, name, params, results, returned_args, address, keepalive=None):
+    def __init__(self, name, params, results, returned_args, address, keepalive=None,
+                 free=None):
         self.name = name
+        self._free = free if free is not None else _free
         self.params = list(params)
         self.results = list(results)
         self.returned_args = list(returned_args)
@@ -305,7 +425,7 @@ class EntryFunction:
             allocated = desc.allocated or 0
             owner = owners.get(allocated)
             if owner is None:
-                owner = owners[allocated] = _Owner(allocated)
+                owner = owners[allocated] = _Owner(allocated, self._free)
             address = (desc.aligned or 0) + desc.offset * spec.dtype.itemsize
             if spec.nbytes == 0:
                 array = np.empty(spec.shape, spec.dtype)
