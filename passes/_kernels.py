@@ -270,3 +270,67 @@ class KernelInfo:
         if self.elementwise_attr or self._body_elementwise:
             clone.attributes[ELEMENTWISE_ATTR] = ir.UnitAttr.get()
         return name, ""
+
+
+# -- layout variants (concat parts computed into a slice) ---------------------
+
+STRIDED_OF_ATTR = "tdf.strided_of"
+
+# Ops that accept a memref of any strided layout for the operand they use
+# (their verifiers and result types do not depend on the layout).
+LAYOUT_AGNOSTIC_USERS = frozenset({
+    "memref.load", "memref.store", "memref.dim", "memref.copy",
+    "affine.load", "affine.store", "vector.transfer_read", "vector.transfer_write",
+})
+
+
+def strided_type(memref_type, strides) -> ir.MemRefType:
+    """``memref_type`` with layout ``strided<strides, offset: ?>``."""
+    memref_type = ir.MemRefType(memref_type)
+    layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), list(strides))
+    return ir.MemRefType.get(memref_type.shape, memref_type.element_type, layout,
+                             memref_type.memory_space)
+
+
+def layout_variant(module_op, kernel, param: int, param_type) -> tuple[str | None, str]:
+    """``(name, "")`` of a clone of kernel ``kernel`` (a ``func.func`` with a
+    body) whose parameter ``param`` has type ``param_type`` (the same shape in
+    another layout, e.g. a row of a larger buffer), created once per kernel and
+    signature and marked ``tdf.strided_of = @kernel``; or ``(None, why)`` when
+    the kernel is a declaration or its body uses the parameter in an op whose
+    types depend on the layout (a ``memref.subview``, a call, ...)."""
+    kernel = kernel.operation
+    name = ir.StringAttr(kernel.attributes["sym_name"]).value
+    if len(kernel.regions[0].blocks) == 0:
+        return None, (f"@{name} is a declaration: its output parameter only takes an identity "
+                      f"layout, so the part is computed in a fresh buffer and copied into its slice")
+    inputs = list(function_type(kernel).inputs)
+    wanted = ir.FunctionType.get(inputs[:param] + [param_type] + inputs[param + 1:], [])
+    for op in module_op.regions[0].blocks[0].operations:
+        op = op.operation
+        if (STRIDED_OF_ATTR in op.attributes
+                and ir.FlatSymbolRefAttr(op.attributes[STRIDED_OF_ATTR]).value == name
+                and function_type(op) == wanted):
+            return ir.StringAttr(op.attributes["sym_name"]).value, ""
+    arg = kernel.regions[0].blocks[0].arguments[param]
+    for use in arg.uses:
+        user = use.owner.operation
+        if not (user.name.startswith("linalg.") or user.name in LAYOUT_AGNOSTIC_USERS):
+            return None, (f"@{name} uses its output parameter in {user.name}, whose types depend "
+                          f"on the layout, so the part is computed in a fresh buffer and copied "
+                          f"into its slice")
+    base, suffix = f"{name}_strided", 0
+    variant = base
+    while lookup_symbol(module_op, variant) is not None:
+        suffix += 1
+        variant = f"{base}_{suffix}"
+    clone = kernel.clone(ip=ir.InsertionPoint.after(kernel))
+    clone.attributes["sym_name"] = ir.StringAttr.get(variant)
+    clone.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    clone.attributes[STRIDED_OF_ATTR] = ir.FlatSymbolRefAttr.get(name)
+    for attr in (INPLACE_OK_ATTR, VARIANT_ATTR, INPLACE_OF_ATTR, INDICES_ATTR):
+        if attr in clone.attributes:
+            del clone.attributes[attr]
+    clone.regions[0].blocks[0].arguments[param].set_type(param_type)
+    clone.attributes["function_type"] = ir.TypeAttr.get(wanted)
+    return variant, ""

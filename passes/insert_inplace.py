@@ -66,8 +66,8 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from ._kernels import (KernelInfo, identity_operands, is_elementwise_linalg,
-                       lookup_symbol)
+from ._kernels import (KernelInfo, function_type, identity_operands, is_elementwise_linalg,
+                       layout_variant, lookup_symbol, strided_type)
 from .alias import AliasAnalysis
 from .liveness import Liveness, function_bodies, is_tensor, op_key
 from .registry import PassContext, PassOption, register_pass
@@ -167,6 +167,36 @@ class InplaceAnalysis:
                           ") may alias a value passed to an opaque call")
         return self._check_dead(op, index, value, reject)
 
+    def overwritten_source(self, op, value):
+        """The source ``%src`` of ``value = tensor.extract_slice %src[R]`` when
+        the only other use of ``%src`` is a ``tensor.insert_slice ... into
+        %src[R]`` with the same static offsets, sizes and strides, after ``op``
+        in the same block (defined there too): writing ``value``'s storage at
+        ``op`` is then no read of ``%src``'s old contents, since that insert
+        overwrites exactly the region ``R`` (the chain a concat of computed
+        parts is rewritten to). None otherwise."""
+        owner = value.owner
+        if isinstance(owner, ir.Block) or owner.operation.name != "tensor.extract_slice":
+            return None
+        extract = owner.operation
+        if len(extract.operands) != 1 or extract.block != op.block:
+            return None
+        src = extract.operands[0]
+        if isinstance(src.owner, ir.Block) or src.owner.operation.block != op.block:
+            return None
+        others = [u.owner.operation for u in src.uses if u.owner.operation != extract]
+        if len(others) != 1 or len(list(src.uses)) != 2:
+            return None
+        insert = others[0]
+        if (insert.name != "tensor.insert_slice" or len(insert.operands) != 2
+                or insert.operands[1] != src or insert.block != op.block
+                or self.liveness.pre(insert) <= self.liveness.pre(op)):
+            return None
+        for name in ("static_offsets", "static_sizes", "static_strides"):
+            if insert.attributes[name] != extract.attributes[name]:
+                return None
+        return src
+
     def _check_dead(self, op, index, value, reject):
         liveness, alias = self.liveness, self.alias
         record = liveness.record(op)
@@ -178,7 +208,9 @@ class InplaceAnalysis:
                 and all(alias.max_use(s) <= record.pre for s in sources))
         if fast:
             return None
-        aliases = [m for m in alias.members(value) if m != value]
+        overwritten = self.overwritten_source(op, value)
+        aliases = [m for m in alias.members(value)
+                   if m != value and (overwritten is None or m != overwritten)]
         for source in sources:
             aliases += [m for m in alias.members(source) if m not in aliases and m != value]
         live = liveness.dead_after(value, op, aliases)
@@ -238,29 +270,73 @@ def _namer(func):
 
 # -- concat -------------------------------------------------------------------
 
-def _fresh_part(part, concat):
-    """The producer of ``part`` if it can compute straight into a slice: an
-    element-wise linalg op with a ``tensor.empty`` init, used only by
-    ``concat`` and in its block."""
+def _part_producer(part, concat, module_op, rejections, index):
+    """How ``part`` (operand ``index`` of ``concat``) can be computed straight
+    into its slice of the result: ``("linalg", op)`` for an element-wise linalg
+    op with a ``tensor.empty`` init, ``("call", (op, variant))`` for a
+    single-result ``tdf.call`` of a kernel with a body (``variant`` takes the
+    slice's strided layout), or None. The producer must be used only by
+    ``concat``, in its block, with a static shape. A ``tdf.call`` part that
+    cannot be rewritten adds a :class:`Rejection` to ``rejections``."""
     owner = part.owner
     if isinstance(owner, ir.Block):
         return None
     producer = owner.operation
-    if producer.block != concat.block or len(list(part.uses)) != 1:
+    is_call = producer.name == "tdf.call"
+    if not is_call and not is_elementwise_linalg(producer):
         return None
-    if not is_elementwise_linalg(producer) or len(producer.results) != 1:
+
+    def reject(rule, *parts):
+        if is_call:
+            rejections.append(Rejection(rule, producer, producer.location, index, [
+                f"part #{index} (", part, ") of tensor.concat: ", *parts]))
         return None
-    init = producer.operands[len(producer.operands) - 1]
-    if isinstance(init.owner, ir.Block) or init.owner.operation.name != "tensor.empty":
+
+    uses = [u.owner.operation for u in part.uses]
+    if len(uses) != 1:
+        other = next((u for u in uses if u != concat), concat)
+        return reject("dead", "it is also used by ", other,
+                      "; it is computed in its own buffer and copied")
+    if producer.block != concat.block:
+        return reject("dead", "it is defined in another block; it is copied")
+    if len(producer.results) != 1 or not ir.RankedTensorType(part.type).has_static_shape:
+        return reject("fits", "only a single static-shaped result is computed into a slice")
+    if not is_call:
+        init = producer.operands[len(producer.operands) - 1]
+        if isinstance(init.owner, ir.Block) or init.owner.operation.name != "tensor.empty":
+            return None
+        return ("linalg", producer)
+    if module_op is None:
         return None
-    if not ir.RankedTensorType(part.type).has_static_shape:
+    callee = ir.FlatSymbolRefAttr(producer.attributes["callee"]).value
+    kernel = lookup_symbol(module_op, callee)
+    if kernel is None or kernel.name != "func.func":
         return None
-    return producer
+    n = len(producer.operands)
+    result_type = ir.RankedTensorType(concat.results[0].type)
+    strides, stride = [], 1
+    for size in reversed(result_type.shape):
+        strides.insert(0, stride)
+        stride *= size
+    param_type = strided_type(function_type(kernel).inputs[n], strides)
+    variant, why = layout_variant(module_op, kernel, n, param_type)
+    if variant is None:
+        return reject("kernel", why)
+    return ("call", (producer, variant))
 
 
-def rewrite_concats(func, ctx: PassContext | None = None) -> int:
+def rewrite_concats(func, ctx: PassContext | None = None, module_op=None,
+                    rejections: list | None = None) -> int:
     """Rewrites every eligible ``tensor.concat`` in ``func`` (see the module
-    doc); returns how many."""
+    doc); returns how many. Parts computed by ``tdf.call`` need ``module_op``
+    (default: the function's parent) to find the kernel and add its strided
+    variant; the parts left as they are append a :class:`Rejection` to
+    ``rejections``."""
+    func = func.operation
+    if module_op is None and func.parent is not None:
+        module_op = func.parent.operation
+    if rejections is None:
+        rejections = []
     concats = []
 
     def visit(op):
@@ -268,14 +344,19 @@ def rewrite_concats(func, ctx: PassContext | None = None) -> int:
             concats.append(op.operation)
         return ir.WalkResult.ADVANCE
 
-    func.operation.walk(visit)
+    func.walk(visit)
     done = 0
     for concat in concats:
         result_type = ir.RankedTensorType(concat.results[0].type)
         if not result_type.has_static_shape:
             continue
         parts = list(concat.operands)
-        producers = [_fresh_part(p, concat) for p in parts]
+        found = []
+        producers = [_part_producer(p, concat, module_op, found, i) for i, p in enumerate(parts)]
+        for rejection in found:
+            rejections.append(rejection)
+            if ctx is not None:
+                ctx.statistic(f"rejected-{rejection.rule}")
         if not any(producers):
             continue
         dim = ir.IntegerAttr(concat.attributes["dim"]).value
@@ -283,7 +364,7 @@ def rewrite_concats(func, ctx: PassContext | None = None) -> int:
         with ir.InsertionPoint(concat), concat.location:
             dest = ir.Operation.create("tensor.empty", results=[result_type]).results[0]
             offset = 0
-            for part, producer in zip(parts, producers):
+            for part, plan in zip(parts, producers):
                 shape = ir.RankedTensorType(part.type).shape
                 offsets = [0] * rank
                 offsets[dim] = offset
@@ -292,17 +373,33 @@ def rewrite_concats(func, ctx: PassContext | None = None) -> int:
                     "static_sizes": ir.DenseI64ArrayAttr.get(shape),
                     "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
                 }
-                if producer is not None:
+                if plan is not None:
                     view = ir.Operation.create(
                         "tensor.extract_slice", results=[part.type], operands=[dest],
                         attributes={**static, "operandSegmentSizes":
                                     ir.DenseI32ArrayAttr.get([1, 0, 0, 0])}).results[0]
-                    producer.move_before(concat)
-                    empty = producer.operands[len(producer.operands) - 1]
-                    producer.operands[len(producer.operands) - 1] = view
-                    if len(list(empty.uses)) == 0:
-                        empty.owner.operation.erase()
-                    part = producer.results[0]
+                    kind, producer = plan
+                    if kind == "linalg":
+                        producer.move_before(concat)
+                        empty = producer.operands[len(producer.operands) - 1]
+                        producer.operands[len(producer.operands) - 1] = view
+                        if len(list(empty.uses)) == 0:
+                            empty.owner.operation.erase()
+                        part = producer.results[0]
+                    else:
+                        call, variant = producer
+                        operands = list(call.operands)
+                        new = ir.Operation.create(
+                            "tdf.call_inplace", results=[part.type], operands=operands + [view],
+                            attributes={"callee": ir.FlatSymbolRefAttr.get(variant),
+                                        "inplace_indices": ir.DenseI64ArrayAttr.get([len(operands)])},
+                            loc=call.location)
+                        for attr_name in list(call.attributes):
+                            if isinstance(attr_name, str) and attr_name != "callee":
+                                new.attributes[attr_name] = call.attributes[attr_name]
+                        call.results[0].replace_all_uses_with(new.results[0])
+                        call.erase()
+                        part = new.results[0]
                 dest = ir.Operation.create(
                     "tensor.insert_slice", results=[result_type], operands=[part, dest],
                     attributes={**static, "operandSegmentSizes":
@@ -514,10 +611,11 @@ def insert_inplace(func, module_op=None, ctx: PassContext | None = None,
     func = func.operation
     if module_op is None:
         module_op = func.parent.operation
-    rewrite_concats(func, ctx)
+    concat_rejections: list[Rejection] = []
+    rewrite_concats(func, ctx, module_op, concat_rejections)
     rewriter = _Rewriter(func, module_op, ctx, size_match)
     count = rewriter.run()
-    return count, rewriter.rejections
+    return count, concat_rejections + rewriter.rejections
 
 
 def format_rejections(func, rejections, analysis=None) -> list[tuple[object, str]]:
@@ -543,11 +641,13 @@ def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassCont
     total = 0
     for func in function_bodies(module_op):
         parent = func.parent.operation
-        rewrite_concats(func, ctx)
+        concat_rejections: list[Rejection] = []
+        rewrite_concats(func, ctx, parent, concat_rejections)
         rewriter = _Rewriter(func, parent, ctx, size_match)
         total += rewriter.run()
         if remarks and ctx is not None:
-            for location, message in format_rejections(func, rewriter.rejections, rewriter.analysis):
+            for location, message in format_rejections(
+                    func, concat_rejections + rewriter.rejections, rewriter.analysis):
                 ctx.remark(location, message)
     return total
 
