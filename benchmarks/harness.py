@@ -7,8 +7,9 @@
   median and the inter-quartile range over repetitions.
 * :func:`ratio` states a ratio of two medians (None when undefined).
 * :class:`TdfBackend` compiles a program with the product's ``tdf.compile``
-  when it exists (``python/tdf/compiler.py``), else with the benchmarks' own
-  copy of the pipeline (:mod:`minijit`); the JSON records which one ran.
+  only, in three builds: in place on, in place off (``inplace=False``) and the
+  functional baseline (``copy_before_write=True``); byte counts come from
+  separate ``count_allocations=True`` builds (timed builds never count).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import time
 
 import numpy as np
 
-__all__ = ["summarize", "time_variants", "ratio", "TdfBackend", "copy_bandwidth", "fit_exponent"]
+__all__ = ["summarize", "time_variants", "ratio", "TdfBackend", "BUILDS", "static_counts",
+           "has_pass", "copy_bandwidth", "fit_exponent"]
 
 
 def summarize(samples) -> dict:
@@ -110,94 +112,95 @@ def fit_exponent(sizes, seconds) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
+def has_pass(name: str) -> bool:
+    """True when a tdf pass or pipeline called ``name`` is registered."""
+    from tdf.passes import get_all_passes, get_all_pipelines
+    return name in get_all_passes() or name in get_all_pipelines()
+
+
+# build name -> tdf.compile keyword arguments
+BUILDS = {
+    "tdf": {"inplace": True},
+    "tdf_inplace_off": {"inplace": False},
+    "tdf_copy_all": {"copy_before_write": True},
+}
+
+
+def static_counts(report, function: str) -> dict:
+    """Static allocation/copy counts of one entry function from
+    ``prog.report()``: ``allocs``, ``alloc_bytes``, ``allocs_in_loops``,
+    ``copies``, ``copy_bytes`` (every ``memref.copy``) and
+    ``update_copy_bytes`` (copies into a slice of their destination: the
+    update itself, not a copy of a whole tensor)."""
+    allocs = [a for a in report.allocations if a.function == function]
+    copies = [c for c in report.copies if c.function == function]
+    return {"allocs": len(allocs), "alloc_bytes": report.bytes_allocated(function),
+            "allocs_in_loops": sum(1 for a in allocs if a.in_loop),
+            "copies": len(copies), "copy_bytes": report.bytes_copied(function),
+            "update_copy_bytes": sum(c.nbytes or 0 for c in copies if c.into_view)}
+
+
 class TdfBackend:
-    """Compiles tdf programs for timing: ``tdf.compile`` when installed, else
-    :func:`minijit.compile_text`. ``fn(prog, name)`` returns a callable
-    ``(*arrays) -> result``."""
+    """Compiles tdf programs with the product's ``tdf.compile`` -- and
+    nothing else -- in the three builds of :data:`BUILDS` (in place on, in
+    place off, copy-before-write baseline), for timing or with run-time
+    allocation counting. A build the product cannot compile is recorded in
+    :attr:`failures` (a product bug to report) and left out of the tables."""
 
-    def __init__(self, prefer_product: bool = True):
-        self.name = "minijit"
-        self.fallback_reason = None
-        self.notes = []
-        self.failures = []  # programs tdf.compile failed on (timed with minijit instead)
-        self._compile = None
-        self._mode = {True: True, False: False}  # requested inplace -> inplace passed
-        if not prefer_product:
-            self.fallback_reason = "minijit requested"
-            return
-        try:
-            import importlib.util
-            if importlib.util.find_spec("tdf.compiler") is None:
-                self.fallback_reason = "tdf.compiler not installed"
-                return
-            import tdf
-            from programs import trivial
-            ok = {}
-            for inplace in (True, False):  # usable end to end in this mode?
-                try:
-                    prog = tdf.compile(trivial(), target="cpu", inplace=inplace)
-                    out = getattr(prog, "tiny")(np.zeros(4, np.float32))
-                    ok[inplace] = bool(np.allclose(np.asarray(out), 1.0))
-                except Exception as err:
-                    ok[inplace] = False
-                    self.notes.append(f"tdf.compile(inplace={inplace}) failed: "
-                                      f"{type(err).__name__}: {str(err).splitlines()[0][:160]}")
-            if not ok[False]:
-                raise RuntimeError("; ".join(self.notes) or "tdf.compile probe failed")
-            if not ok[True]:
-                self._mode[True] = False
-                self.notes.append("tdf.compile(inplace=True) unusable (tdf-insert-inplace not "
-                                  "registered): 'tdf' was timed with inplace=False, i.e. donation "
-                                  "and One-Shot in-place only, no in-place rewrite")
-            self._compile = tdf.compile
-            self.name = "tdf.compile"
-        except Exception as err:  # not there yet / not working: measure with minijit
-            self._compile = None
-            self.fallback_reason = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    name = "tdf.compile"
 
-    def compile(self, text: str, inplace: bool):
-        """A compiled program (product compiler, or minijit)."""
-        import minijit
-        if self._compile is not None:
-            try:
-                return self._compile(text, target="cpu", inplace=self._mode[inplace])
-            except Exception as err:  # a product bug must not stop the whole run
-                self._fail(text, inplace, "tdf.compile", err)
+    def __init__(self):
+        import tdf
+        self._tdf = tdf
+        self.failures = []
+
+    def compile(self, text: str, build: str = "tdf", count_allocations: bool = False,
+                notes: dict | None = None):
+        """``tdf.compile(text, **BUILDS[build], count_allocations=...)``;
+        on failure None (with the error in ``notes`` and :attr:`failures`)
+        when ``notes`` is given, else the exception propagates."""
         try:
-            return minijit.compile_text(text, inplace=inplace)
-        except minijit.UnsupportedProgram:
-            raise
+            return self._tdf.compile(text, target="cpu", count_allocations=count_allocations,
+                                     **BUILDS[build])
         except Exception as err:
-            if not inplace:
+            if notes is None:
                 raise
-            self._fail(text, inplace, "minijit", err)
-            # last resort: the same pipeline without tdf-insert-inplace
-            return minijit.compile_text(text, inplace=True, insert_inplace=False)
+            self._fail(text, build, err)
+            notes[build] = f"not built: {self.failures[-1]['error']}"
+            return None
 
-    def _fail(self, text, inplace, who, err):
+    def _fail(self, text, build, err):
         head = text.strip().splitlines()
         first = next((ln for ln in head if "func.func @" in ln and "memref" not in ln), head[0])
         detail = [ln for ln in str(err).splitlines() if "error" in ln][:2]
-        self.failures.append({"program": first[:120], "inplace": inplace, "compiler": who,
+        self.failures.append({"program": first.strip()[:120], "build": build,
                               "error": f"{type(err).__name__}: " + " | ".join(
                                   d[:240] for d in (detail or str(err).splitlines()[:1]))})
 
-    def fn(self, prog, name: str):
-        """The callable for function ``name`` of ``prog``."""
-        import minijit
-        if not isinstance(prog, minijit.MiniProgram):
-            return getattr(prog, name)
-        return prog.fast(name)
+    @staticmethod
+    def fn(prog, name: str):
+        """The callable entry function ``name`` of ``prog``."""
+        return getattr(prog, name)
 
-    def report(self, prog):
-        """``prog.report()`` when the product compiler provides it (as text/JSON-able)."""
-        rep = getattr(prog, "report", None)
-        if rep is None:
-            return None
-        try:
-            r = rep()
-        except Exception as err:  # the report is informative only
-            return f"report() failed: {err}"
-        if isinstance(r, (dict, list, int, float)) or r is None:
-            return r
-        return str(r)
+    def memory(self, text: str, fname: str, args_fn, notes: dict) -> dict:
+        """Bytes one call of ``fname`` allocates, per build: ``static``
+        (:func:`static_counts` of the report) and ``runtime``
+        (``prog.allocation_stats()`` of a ``count_allocations=True`` build,
+        counted over one call on fresh ``args_fn()``)."""
+        out = {}
+        for build in BUILDS:
+            prog = self.compile(text, build, count_allocations=True, notes=notes)
+            if prog is None:
+                continue
+            args = args_fn()
+            prog.reset_allocation_stats()
+            res = prog[fname](*args)
+            stats = prog.allocation_stats().as_dict()
+            del res
+            out[build] = {"static": static_counts(prog.report(), fname), "runtime": stats}
+        return out
+
+    @staticmethod
+    def report(prog):
+        """``str(prog.report())``."""
+        return str(prog.report())

@@ -10,8 +10,11 @@ Options: ``--out DIR`` (default ``benchmarks/results``), ``--only a,b`` (run a
 subset of: kv_step, kv_multilayer, kv_loop, ew_chain, log_concat,
 embed_update, compile_scaling, compile_vs_jax, call_overhead), ``--no-plots``.
 
-Every figure of one workload is measured side by side in one process with
-interleaved repetitions (see :mod:`harness`); the JSON holds medians, IQRs,
+Every tdf number comes from the product's ``tdf.compile``: in place on
+(``tdf``), ``inplace=False`` (``tdf_inplace_off``), ``copy_before_write=True``
+(``tdf_copy_all``, the functional baseline); bytes from separate
+``count_allocations=True`` builds. Every figure of one workload is measured
+side by side in one process with interleaved repetitions (see :mod:`harness`); the JSON holds medians, IQRs,
 byte counts and the ratios the README quotes. See ``benchmarks/README.md``
 for what each number means.
 """
@@ -34,7 +37,6 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 
 import harness as H  # noqa: E402
-import minijit  # noqa: E402
 import programs as P  # noqa: E402
 
 SIZES = {
@@ -93,40 +95,25 @@ def jax_memory(fn, args, donate) -> dict:
     return out
 
 
-def _copy_all(text: str, notes: dict):
-    """The copy-before-write build (None, with a note, when it cannot be lowered)."""
-    try:
-        return minijit.compile_text(text, inplace=False, copy_all=True)
-    except minijit.UnsupportedProgram as err:
-        notes["tdf_copy_all"] = f"not built: {err}"
-        return None
-
-
-def tdf_memory(text: str, fname: str, args_fn) -> dict:
-    """Static (bufferized IR) and run-time (counted allocator) bytes of one call,
-    for the three tdf builds: in place, in-place off, copy-all."""
-    out = {}
-    for variant, kw in (("tdf", {"inplace": True}),
-                        ("tdf_inplace_off", {"inplace": False}),
-                        ("tdf_copy_all", {"inplace": False, "copy_all": True})):
-        try:
-            prog = minijit.compile_text(text, count_allocs=True, **kw)
-        except minijit.UnsupportedProgram:
+def builds(backend, text: str, fname: str, notes: dict):
+    """The three timed tdf builds of ``text`` (``tdf.compile``: in place on,
+    in place off, copy-before-write): ``({variant: entry function},
+    str(report of the in-place build))``; a build the product cannot compile
+    is left out (recorded in ``notes``)."""
+    fns, report = {}, None
+    for build in H.BUILDS:
+        prog = backend.compile(text, build, notes=notes)
+        if prog is None:
             continue
-        except Exception as err:  # e.g. tdf-insert-inplace failing on this program
-            if variant != "tdf":
-                raise
-            prog = minijit.compile_text(text, count_allocs=True, insert_inplace=False, **kw)
-            out.setdefault("errors", []).append(
-                f"{variant}: {type(err).__name__}: {str(err).splitlines()[-1][:200]}; "
-                "counted without tdf-insert-inplace")
-        args = args_fn()
-        prog.reset_counts()
-        res = prog.call(fname, *args)
-        dyn = prog.alloc_stats
-        del res
-        out[variant] = {"static": prog.static, "runtime": dyn}
-    return out
+        fns[build] = backend.fn(prog, fname)
+        if build == "tdf":
+            report = backend.report(prog)
+    return fns, report
+
+
+def tdf_variants(fns: dict, make) -> dict:
+    """``{variant: make(entry function)}`` for every tdf build that exists."""
+    return {name: make(f) for name, f in fns.items()}
 
 
 def numpy_bytes(fn) -> int:
@@ -236,16 +223,8 @@ def bench_kv(cfg, backend, sizes, layers_mode: bool, loop: bool):
                 return lax.dynamic_update_slice(c, n, (0,) * len(lead) + (0, p, 0))
         want = ref_np(cache0.copy())
         # --- tdf builds (timed)
-        p_on = backend.compile(text, inplace=True)
-        p_off = backend.compile(text, inplace=False)
-        p_all = _copy_all(text, notes)
-        f_on, f_off = backend.fn(p_on, fname), backend.fn(p_off, fname)
-
-        f_all = p_all.fast(fname) if p_all is not None else None
-        oks = {}
-        for nm, f in (("tdf", f_on), ("tdf_inplace_off", f_off), ("tdf_copy_all", f_all)):
-            if p_all is not None or nm != "tdf_copy_all":
-                oks[nm] = check(nm, f(cache0.copy(), *fargs), want)
+        fns, report = builds(backend, text, fname, notes)
+        oks = {nm: check(nm, f(cache0.copy(), *fargs), want) for nm, f in fns.items()}
         # --- JAX
         jd = jax.jit(jf, donate_argnums=0)
         jn = jax.jit(jf)
@@ -264,21 +243,17 @@ def bench_kv(cfg, backend, sizes, layers_mode: bool, loop: bool):
 
         def npstep(c):
             return ref_np(c)
-        variants = {
-            "tdf": _stateful(lambda c: f_on(c, *fargs), cache0.copy()),
-            "tdf_inplace_off": _stateful(lambda c: f_off(c, *fargs), cache0.copy()),
-            "tdf_copy_all": _stateful(lambda c: f_all(c, *fargs), cache0.copy()),
+        variants = tdf_variants(fns, lambda f: _stateful(lambda c: f(c, *fargs), cache0.copy()))
+        variants.update({
             "jax_donated": _stateful(jstep(jd), jnp.asarray(cache0)),
             "jax": _stateful(jstep(jn), jnp.asarray(cache0)),
             "numpy": _stateful(npstep, cache0.copy()),
-        }
-        if p_all is None:
-            variants.pop("tdf_copy_all")
+        })
         timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
         per = steps or 1
         for v in timing.values():
             v["per_step"] = v["median"] / per
-        tmem = tdf_memory(text, fname, lambda: (cache0.copy(),) + fargs)
+        tmem = backend.memory(text, fname, lambda: (cache0.copy(),) + fargs, notes)
         npb = numpy_bytes(lambda: ref_np(cache0.copy())) - cache0.nbytes
         bytes_map = alloc_bytes_table(tmem, jax_mem, max(0, npb))
         row_bytes = int(np.prod(one)) * 4 * per
@@ -294,7 +269,7 @@ def bench_kv(cfg, backend, sizes, layers_mode: bool, loop: bool):
                       "full_copy_s": cache0.nbytes / bw},
             "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
             "notes": notes,
-            "report": backend.report(p_on),
+            "report": report,
         })
     return rows
 
@@ -324,16 +299,9 @@ def bench_ew_chain(cfg, backend, sizes):
                 x = x * c1 if i % 2 == 0 else x + c2
             return x
         want = ref(x0)
-        p_on = backend.compile(text, inplace=True)
-        p_off = backend.compile(text, inplace=False)
-        p_all = _copy_all(text, notes)
-        f_on, f_off = backend.fn(p_on, "chain"), backend.fn(p_off, "chain")
-
-        f_all = p_all.fast("chain") if p_all is not None else None
+        fns, report = builds(backend, text, "chain", notes)
         jd, jn = jax.jit(jf, donate_argnums=0), jax.jit(jf)
-        oks = {nm: check(nm, f(x0), want, 1e-4) for nm, f in
-               (("tdf", f_on), ("tdf_inplace_off", f_off), ("tdf_copy_all", f_all))
-               if p_all is not None or nm != "tdf_copy_all"}
+        oks = {nm: check(nm, f(x0), want, 1e-4) for nm, f in fns.items()}
         oks["jax"] = check("jax", np.asarray(jn(jnp.asarray(x0))), want, 1e-4)
         oks["jax_donated"] = check("jax_donated", np.asarray(jd(jnp.asarray(x0))), want, 1e-4)
 
@@ -344,21 +312,17 @@ def bench_ew_chain(cfg, backend, sizes):
                 return r
             return s
         xj = jnp.asarray(x0)
-        variants = {
-            "tdf": lambda: f_on(x0),
-            "tdf_inplace_off": lambda: f_off(x0),
-            "tdf_copy_all": lambda: f_all(x0),
+        variants = tdf_variants(fns, lambda f: lambda: f(x0))
+        variants.update({
             # donation consumes the input: feed each result back as the next input
             "jax_donated": _stateful(jstep(jd), jnp.asarray(x0)),
             "jax": lambda: jn(xj).block_until_ready(),
             "numpy": lambda: ref(x0),
-        }
-        if p_all is None:
-            variants.pop("tdf_copy_all")
+        })
         timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
         for v in timing.values():
             v["per_step"] = v["median"] / calls
-        tmem = tdf_memory(text, "chain", lambda: (x0,))
+        tmem = backend.memory(text, "chain", lambda: (x0,), notes)
         jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(x0),), (0,)),
                 "jax": jax_memory(jf, (jnp.asarray(x0),), ())}
         npb = numpy_bytes(lambda: ref(x0))
@@ -370,7 +334,7 @@ def bench_ew_chain(cfg, backend, sizes):
                        "alloc_bytes": bytes_map},
             "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
             "notes": notes,
-            "report": backend.report(p_on),
+            "report": report,
         })
     return rows
 
@@ -395,33 +359,22 @@ def bench_log_concat(cfg, backend, sizes):
         def jf(*ys):
             return jnp.stack([jnp.log(y) for y in ys])
         want = ref(*ys)
-        p_on = backend.compile(text, inplace=True)
-        p_off = backend.compile(text, inplace=False)
-        p_all = _copy_all(text, notes)
-        f_on, f_off = backend.fn(p_on, "concat"), backend.fn(p_off, "concat")
-
-        f_all = p_all.fast("concat") if p_all is not None else None
+        fns, report = builds(backend, text, "concat", notes)
         jn = jax.jit(jf)
-        oks = {nm: check(nm, f(*ys), want, 1e-4) for nm, f in
-               (("tdf", f_on), ("tdf_inplace_off", f_off), ("tdf_copy_all", f_all))
-               if p_all is not None or nm != "tdf_copy_all"}
+        oks = {nm: check(nm, f(*ys), want, 1e-4) for nm, f in fns.items()}
         yj = [jnp.asarray(y) for y in ys]
         oks["jax"] = check("jax", np.asarray(jn(*yj)), want, 1e-4)
-        variants = {
-            "tdf": lambda: f_on(*ys),
-            "tdf_inplace_off": lambda: f_off(*ys),
-            "tdf_copy_all": lambda: f_all(*ys),
+        variants = tdf_variants(fns, lambda f: lambda: f(*ys))
+        variants.update({
             "jax": lambda: jn(*yj).block_until_ready(),
             "numpy": lambda: ref(*ys),
-        }
-        if p_all is None:
-            variants.pop("tdf_copy_all")
+        })
         timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
         # No input has the output's shape: a donated input cannot be reused
         # (JAX warns "Some donated buffers were not usable"), so "jax_donated"
         # is JAX without donation for time and memory_analysis with donation.
         timing["jax_donated"] = dict(timing["jax"], note="donation unusable: same as jax")
-        tmem = tdf_memory(text, "concat", lambda: tuple(ys))
+        tmem = backend.memory(text, "concat", lambda: tuple(ys), notes)
         jmem = {"jax_donated": jax_memory(jf, yj, tuple(range(parts))),
                 "jax": jax_memory(jf, yj, ())}
         npb = numpy_bytes(lambda: ref(*ys))
@@ -433,7 +386,7 @@ def bench_log_concat(cfg, backend, sizes):
                        "alloc_bytes": bytes_map},
             "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
             "notes": notes,
-            "report": backend.report(p_on),
+            "report": report,
         })
     return rows
 
@@ -458,15 +411,8 @@ def bench_embed(cfg, backend, sizes):
         def jf(t, i, u):
             return t.at[i].add(u)
         want = ref(table0.copy())
-        p_on = backend.compile(text, inplace=True)
-        p_off = backend.compile(text, inplace=False)
-        p_all = _copy_all(text, notes)
-        f_on, f_off = backend.fn(p_on, "update"), backend.fn(p_off, "update")
-
-        f_all = p_all.fast("update") if p_all is not None else None
-        oks = {nm: check(nm, f(table0.copy(), idx, upd), want) for nm, f in
-               (("tdf", f_on), ("tdf_inplace_off", f_off), ("tdf_copy_all", f_all))
-               if p_all is not None or nm != "tdf_copy_all"}
+        fns, report = builds(backend, text, "update", notes)
+        oks = {nm: check(nm, f(table0.copy(), idx, upd), want) for nm, f in fns.items()}
         jd, jn = jax.jit(jf, donate_argnums=0), jax.jit(jf)
         ij, uj = jnp.asarray(idx.astype(np.int32)), jnp.asarray(upd)
         for nm, f in (("jax_donated", jd), ("jax", jn)):
@@ -478,18 +424,14 @@ def bench_embed(cfg, backend, sizes):
                 r.block_until_ready()
                 return r
             return s
-        variants = {
-            "tdf": _stateful(lambda t: f_on(t, idx, upd), table0.copy()),
-            "tdf_inplace_off": _stateful(lambda t: f_off(t, idx, upd), table0.copy()),
-            "tdf_copy_all": _stateful(lambda t: f_all(t, idx, upd), table0.copy()),
+        variants = tdf_variants(fns, lambda f: _stateful(lambda t: f(t, idx, upd), table0.copy()))
+        variants.update({
             "jax_donated": _stateful(jstep(jd), jnp.asarray(table0)),
             "jax": _stateful(jstep(jn), jnp.asarray(table0)),
             "numpy": _stateful(ref, table0.copy()),
-        }
-        if p_all is None:
-            variants.pop("tdf_copy_all")
+        })
         timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
-        tmem = tdf_memory(text, "update", lambda: (table0.copy(), idx, upd))
+        tmem = backend.memory(text, "update", lambda: (table0.copy(), idx, upd), notes)
         jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(table0), ij, uj), (0,)),
                 "jax": jax_memory(jf, (jnp.asarray(table0), ij, uj), ())}
         npb = numpy_bytes(lambda: ref(table0.copy())) - table0.nbytes
@@ -504,7 +446,7 @@ def bench_embed(cfg, backend, sizes):
                       "full_copy_s": table0.nbytes / bw},
             "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
             "notes": notes,
-            "report": backend.report(p_on),
+            "report": report,
         })
     return rows
 
@@ -530,7 +472,7 @@ def bench_compile_scaling(cfg, backend, sizes):
     import tdf
     from mlir import ir
     wanted = ("test-tdf-liveness", "test-tdf-alias", "tdf-insert-inplace")
-    passes = [p for p in wanted if minijit.has_pass(p)]
+    passes = [p for p in wanted if H.has_pass(p)]
     missing = [p for p in wanted if p not in passes]
     failed = {}
     points = []
@@ -593,7 +535,7 @@ def bench_compile_vs_jax(cfg, backend, size):
     xs_t, xs_j = [], []
     for _ in range(reps):
         t0 = time.perf_counter()
-        prog = backend.compile(text, inplace=True)
+        prog = backend.compile(text, "tdf")
         backend.fn(prog, "chain")(x0)  # machine code is generated at the first call
         xs_t.append(time.perf_counter() - t0)
         xj = jnp.asarray(x0)
@@ -612,20 +554,22 @@ def bench_call_overhead(cfg, backend):
     import jax.numpy as jnp
     text = P.trivial()
     x = np.arange(4, dtype=np.float32)
-    prog = backend.compile(text, inplace=True)
+    prog = backend.compile(text, "tdf")
     f = backend.fn(prog, "tiny")
-    mini = minijit.compile_text(text, inplace=True)
-    raw, _ = mini.prepare("tiny", x)
-    cached = mini.fast("tiny")
     check("tdf", f(x), x + 1)
-    check("minijit_cached", cached(x), x + 1)
+    counted = backend.compile(text, "tdf", count_allocations=True)
+    fc = backend.fn(counted, "tiny")
+    check("tdf_counting", fc(x), x + 1)
+    # The floor: the bare ctypes call of the packed C interface with the
+    # argument pointers the last f(x) stored (no checks, no result wrapping;
+    # the result buffer is leaked, a few bytes per call).
+    cfunc, packed = f._cfunc, f._packed
     jf = jax.jit(lambda v: v + 1.0)
     xj = jnp.asarray(x)
     variants = {
         "tdf_call": lambda: f(x),
-        "minijit_call": lambda: mini.call("tiny", x),
-        "minijit_cached": lambda: cached(x),
-        "raw_ctypes": raw,
+        "tdf_call_counting": lambda: fc(x),
+        "raw_ctypes": lambda: cfunc(packed),
         "jax_call": lambda: jf(xj).block_until_ready(),
         "numpy_add": lambda: x + 1,
     }
@@ -691,17 +635,18 @@ def markdown(results: dict) -> str:
     """The results as Markdown tables."""
     out = [f"Measured {results['date']} on {results['machine']['cpu']} "
            f"({results['machine']['cores']} cores), mode `{results['mode']}`, "
-           f"tdf backend `{results['backend']}`"
+           f"every tdf build by `{results['backend']}`"
            + (f", passes missing: {', '.join(results['missing_passes'])}" if results.get(
                'missing_passes') else "") + ". "
-           + "".join(f"Note: {n}. " for n in results.get("backend_notes", []))
+           + "".join(f"Not built (product bug): {f['program']} [{f['build']}]: {f['error']}. "
+                     for f in results.get("backend_failures", []))
            + f"Copy bandwidth {results['bandwidth']['bytes_per_s'] / 1e9:.2f} GB/s.", ""]
     out.append("**Summary** (largest size of each workload; ratio < 1: tdf is faster / "
                "allocates less; – : undefined, the baseline allocates 0 B or did not run):")
     out.append("")
     out.append("| workload | size | t tdf/jax-donated | t tdf/jax | t tdf/in-place-off | "
-               "t tdf/copy-all | B tdf/jax-donated | B tdf/jax | B tdf/in-place-off | "
-               "B tdf/copy-all |")
+               "t tdf/copy-before-write | B tdf/jax-donated | B tdf/jax | B tdf/in-place-off | "
+               "B tdf/copy-before-write |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")
     for wl in ("kv_step", "kv_multilayer", "kv_loop", "ew_chain", "log_concat", "embed_update"):
         rows = results["workloads"].get(wl)
@@ -729,8 +674,8 @@ def markdown(results: dict) -> str:
         out.append(f"### {wl}")
         out.append("")
         out.append("| size | " + " | ".join(VARIANTS) + " | tdf/jax-don t | tdf/jax t | "
-                   "tdf/off t | tdf/copy-all t | tdf/jax-don B | tdf/jax B | tdf/off B | "
-                   "tdf/copy-all B |")
+                   "tdf/off t | tdf/cbw t | tdf/jax-don B | tdf/jax B | tdf/off B | "
+                   "tdf/cbw B |")
         out.append("|" + "---|" * (len(VARIANTS) + 9))
         for row in rows:
             cells = []
@@ -845,8 +790,6 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(WORKLOADS))
     ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("--minijit", action="store_true",
-                    help="time the benchmarks' own pipeline copy instead of tdf.compile")
     args = ap.parse_args(argv)
     mode_name = "tiny" if args.tiny else "quick" if args.quick else "full"
     cfg = dict(SIZES[mode_name])
@@ -857,14 +800,10 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     t_start = time.perf_counter()
-    backend = H.TdfBackend(prefer_product=not args.minijit)
+    backend = H.TdfBackend()
     cfg["bandwidth"] = H.copy_bandwidth(cfg["bw_bytes"])
     results = {"mode": mode_name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "machine": machine_info(), "backend": backend.name,
-               "backend_fallback_reason": backend.fallback_reason,
-               "backend_notes": backend.notes,
-               "missing_passes": [p for p in ("tdf-insert-inplace", "test-tdf-liveness",
-                                              "test-tdf-alias") if not minijit.has_pass(p)],
                "bandwidth": cfg["bandwidth"], "workloads": {}}
     runners = {
         "kv_step": lambda: bench_kv(cfg, backend, cfg["kv_step"], False, False),
@@ -883,7 +822,7 @@ def main(argv=None) -> int:
         print(f"[bench] {wl}: {time.perf_counter() - t0:.1f} s", flush=True)
     results["backend_failures"] = backend.failures
     results["missing_passes"] = [p for p in ("tdf-insert-inplace", "test-tdf-liveness",
-                                             "test-tdf-alias") if not minijit.has_pass(p)]
+                                             "test-tdf-alias") if not H.has_pass(p)]
     results["total_s"] = time.perf_counter() - t_start
     with open(os.path.join(args.out, "results.json"), "w") as fh:
         json.dump(results, fh, indent=1, default=str)
