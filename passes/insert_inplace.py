@@ -282,6 +282,8 @@ def _part_producer(part, concat, module_op, rejections, index):
     if isinstance(owner, ir.Block):
         return None
     producer = owner.operation
+    if list(concat.operands).index(part) != index:
+        return None  # a repeated part: rejected at its first position
     is_call = producer.name == "tdf.call"
     if not is_call and not is_elementwise_linalg(producer):
         return None
