@@ -27,7 +27,13 @@ Rewrites, in this order, per function:
    type and chained with ``tensor.insert_slice`` (the seed's
    ``concat_update``); One-Shot Bufferize then writes each part into its
    slice of the final buffer, with no intermediate buffer and no copy.
-   Parts of another kind are inserted as they are;
+   A single-result ``tdf.call`` part of a kernel with a body becomes
+   ``tdf.call_inplace @k_strided(%in..., %slice) inplace [n]`` on a clone of
+   the kernel whose output parameter takes the slice's layout
+   ``strided<[...], offset: ?>`` (``tdf.strided_of = @k``; the seed's
+   ``log_concat_update``). Parts of another kind are inserted as they are
+   (a call part with a remark: used elsewhere, declaration-only kernel,
+   layout-dependent body);
 2. ``tdf.call @k(...)`` → ``tdf.call_inplace @k_inplace(...) inplace [...]``
    (one index per result; ``-1`` where no operand qualifies), generating or
    reusing the in-place kernel variant;
