@@ -72,6 +72,7 @@ import re
 from mlir import ir
 from mlir.dialects import arith, gpu, linalg, memref
 
+from .pipelines import ONE_SHOT
 from .registry import PassContext, PassOption, register_pass, register_pipeline
 
 __all__ = [
@@ -101,8 +102,7 @@ STAGES = ("bufferize", "gpu", "nvvm")
 _CHIP = re.compile(r"^sm_[0-9]{2,3}a?$")
 _TILES = re.compile(r"^[1-9][0-9]{0,3}(,[1-9][0-9]{0,3}){0,2}$")
 
-BUFFERIZE = ("one-shot-bufferize{bufferize-function-boundaries "
-             "function-boundary-type-conversion=identity-layout-map}")
+BUFFERIZE = ONE_SHOT
 
 
 def ptx_feature(chip: str) -> str:

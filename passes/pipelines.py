@@ -96,9 +96,23 @@ from mlir import ir
 
 from .registry import PassContext, PassOption, register_pass, register_pipeline
 
-ONE_SHOT = ("one-shot-bufferize{bufferize-function-boundaries "
-            "function-boundary-type-conversion=identity-layout-map}")
-ONE_SHOT_COPY_BEFORE_WRITE = ONE_SHOT[:-1] + " copy-before-write}"
+# The One-Shot Bufferize configuration of every tdf pipeline (CPU, GPU and
+# the compile-time analysis): function boundaries bufferized with identity
+# layouts (numpy arrays are contiguous), and loops may yield fresh buffers (a
+# loop body computing a new tensor from its iter_arg needs one each step).
+ONE_SHOT_OPTIONS = ("bufferize-function-boundaries "
+                    "function-boundary-type-conversion=identity-layout-map "
+                    "allow-return-allocs-from-loops")
+
+
+def one_shot(*extra: str) -> str:
+    """The one-shot-bufferize pipeline element with tdf's options plus
+    ``extra`` ones (e.g. ``copy-before-write``, ``test-analysis-only``)."""
+    return "one-shot-bufferize{" + " ".join((ONE_SHOT_OPTIONS, *extra)) + "}"
+
+
+ONE_SHOT = one_shot()
+ONE_SHOT_COPY_BEFORE_WRITE = one_shot("copy-before-write")
 RETURNED_ARGS_ATTR = "tdf.returned_args"
 
 _VIEW_LIKE = {

@@ -46,14 +46,16 @@ from .context import Context
 from .errors import TDFError
 from .parsing import parse
 from .pipeline import run_pipeline
+from .passes.pipelines import one_shot
 from .runtime import DTYPES, AllocationCounter, AllocationStats, EntryFunction, ScalarSpec, TensorSpec
 
 __all__ = ["compile", "Program", "CompileError", "StrictModeError", "InplaceDecision",
            "Copy", "Allocation", "AllocationStats"]
 
 TARGETS = ("cpu", "nvvm")
-ANALYSIS = ("tdf-donate, one-shot-bufferize{bufferize-function-boundaries "
-            "function-boundary-type-conversion=identity-layout-map test-analysis-only}")
+# One-Shot Bufferize's own analysis (same options as the pipelines), which
+# annotates __inplace_operands_attr__: the source of truth for copies.
+ANALYSIS = "tdf-donate, " + one_shot("test-analysis-only")
 COPY_BEFORE_WRITE_REASON = "copy_before_write=True: every write copies"
 _TENSOR_VIEWS = {"tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape",
                  "tensor.cast", "tensor.reshape", "tensor.bitcast", "tdf.assume_unaliased"}

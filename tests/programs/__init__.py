@@ -20,6 +20,9 @@ NAMES = [
     "concat_parts",
     "opaque_call",
     "views_alias",
+    "loop_fresh_accumulator",
+    "branch_use",
+    "slice_of_donated",
 ]
 
 PROGRAMS = [import_module(f"{__name__}.{name}").PROGRAM for name in NAMES]
