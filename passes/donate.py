@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ._ir import arg_dicts, collect_ops, function_type, has_body, set_arg_dicts
 from .registry import PassContext, PassOption, register_pass
 
 DONATE_ATTR = "tdf.donate"
@@ -49,11 +50,6 @@ _VIEW_OPS = {
     "tensor.bitcast",
     "tdf.assume_unaliased",
 }
-
-
-def is_kernel_like(func) -> bool:
-    """True for declarations (kernels, opaque callees): nothing to donate."""
-    return len(func.regions[0].blocks) == 0
 
 
 def _is_update_use(use) -> bool:
@@ -93,23 +89,15 @@ def _updated(value, seen=None) -> bool:
 def donation_is_usable(func, index: int) -> bool:
     """JAX's rule (a result has the argument's type) or an in-place update."""
     arg = func.regions[0].blocks[0].arguments[index]
-    result_types = list(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results)
+    result_types = list(function_type(func).results)
     if any(t == arg.type for t in result_types):
         return True
     return _updated(arg)
 
 
-def _arg_dicts(func) -> list[dict]:
-    count = len(func.regions[0].blocks[0].arguments)
-    if "arg_attrs" not in func.attributes:
-        return [{} for _ in range(count)]
-    array = ir.ArrayAttr(func.attributes["arg_attrs"])
-    return [{named.name: named.attr for named in ir.DictAttr(d)} for d in array]
-
-
 def donate_function(func, ctx: PassContext) -> None:
     block = func.regions[0].blocks[0]
-    dicts = _arg_dicts(func)
+    dicts = arg_dicts(func)
     changed = False
     for index, arg in enumerate(block.arguments):
         if not isinstance(arg.type, ir.RankedTensorType):
@@ -133,20 +121,12 @@ def donate_function(func, ctx: PassContext) -> None:
         else:
             ctx.statistic("readonly")
     if changed:
-        func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])
+        set_arg_dicts(func, dicts)
 
 
 def tensor_functions(op):
     """Every func.func with a body at or under ``op``."""
-    found = []
-
-    def visit(inner):
-        if inner.name == "func.func" and not is_kernel_like(inner):
-            found.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return found
+    return collect_ops(op, "func.func", has_body)
 
 
 @register_pass(

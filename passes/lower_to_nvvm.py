@@ -72,6 +72,7 @@ import re
 from mlir import ir
 from mlir.dialects import arith, gpu, linalg, memref
 
+from ._ir import arg_dicts, collect_ops, has_body, is_public
 from .pipelines import ONE_SHOT
 from .registry import PassContext, PassOption, register_pass, register_pipeline
 
@@ -198,31 +199,6 @@ _DONATE = "tdf.donate"
 _WRITABLE = "bufferization.writable"
 
 
-def _host_functions(op):
-    found = []
-
-    def visit(inner):
-        if inner.name == "func.func" and len(inner.regions[0].blocks) > 0:
-            found.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return found
-
-
-def _arg_attr_dicts(func) -> list[dict]:
-    count = len(func.regions[0].blocks[0].arguments)
-    if "arg_attrs" not in func.attributes:
-        return [{} for _ in range(count)]
-    return [{n.name: n.attr for n in ir.DictAttr(d)} for d in ir.ArrayAttr(func.attributes["arg_attrs"])]
-
-
-def _is_public(func) -> bool:
-    if "sym_visibility" not in func.attributes:
-        return True
-    return ir.StringAttr(func.attributes["sym_visibility"]).value == "public"
-
-
 def _dynamic_sizes(value, mtype):
     """``memref.dim`` of every dynamic dimension of ``value`` (metadata only)."""
     sizes = []
@@ -259,14 +235,7 @@ def _memcpy(dst, src, direction: str):
 def _device_memory_in_body(func, ctx: PassContext) -> list:
     """memref.alloc/alloca -> gpu.alloc, memref.dealloc -> gpu.dealloc,
     memref.copy -> linalg.copy (a device kernel). Returns the new gpu.allocs."""
-    work = []
-
-    def visit(inner):
-        if inner.name in ("memref.alloc", "memref.alloca", "memref.dealloc", "memref.copy"):
-            work.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
+    work = collect_ops(func, ("memref.alloc", "memref.alloca", "memref.dealloc", "memref.copy"))
     allocs = []
     for op in work:
         with ir.InsertionPoint(op), op.location:
@@ -298,7 +267,7 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
     buffers (d2h); device buffers made in the entry block are freed. The
     ``tdf.donate`` attributes are dropped (the transfers now say it)."""
     block = func.regions[0].blocks[0]
-    attrs = _arg_attr_dicts(func)
+    attrs = arg_dicts(func)
     first = block.operations[0]
     mirrors = {}  # device value -> argument index
     device_of = {}
@@ -403,9 +372,9 @@ def gpu_device_memory(op, ctx: PassContext) -> None:
           return %cache : memref<4x16xf32>
         }
     """
-    for func in _host_functions(op):
+    for func in collect_ops(op, "func.func", has_body):
         allocs = _device_memory_in_body(func, ctx)
-        if _is_public(func):
+        if is_public(func):
             if len(func.regions[0].blocks) != 1:
                 ctx.error(func, "the GPU path needs a single-block entry function")
                 continue

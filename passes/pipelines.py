@@ -94,6 +94,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ._ir import arg_dicts, collect_ops, function_type, has_body, is_public, sym_name
 from .registry import PassContext, PassOption, register_pass, register_pipeline
 
 # The One-Shot Bufferize configuration of every tdf pipeline (CPU, GPU and
@@ -125,49 +126,9 @@ _VIEW_LIKE = {
 # ----------------------------------------------------------------- helpers
 
 
-def _functions(op):
-    found = []
-
-    def visit(inner):
-        if inner.name == "func.func":
-            found.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return found
-
-
-def _has_body(func) -> bool:
-    return len(func.regions[0].blocks) > 0
-
-
-def _sym_name(func) -> str:
-    return ir.StringAttr(func.attributes["sym_name"]).value
-
-
-def _is_public(func) -> bool:
-    if "sym_visibility" not in func.attributes:
-        return True
-    return ir.StringAttr(func.attributes["sym_visibility"]).value == "public"
-
-
 def _called_symbols(op) -> set:
-    names = set()
-
-    def visit(inner):
-        if inner.name in ("func.call", "tdf.call", "tdf.call_inplace", "tdf.call_opaque"):
-            names.add(ir.FlatSymbolRefAttr(inner.attributes["callee"]).value)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return names
-
-
-def _arg_dicts(func) -> list[dict]:
-    count = len(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).inputs)
-    if "arg_attrs" not in func.attributes:
-        return [{} for _ in range(count)]
-    return [{n.name: n.attr for n in ir.DictAttr(d)} for d in ir.ArrayAttr(func.attributes["arg_attrs"])]
+    calls = collect_ops(op, ("func.call", "tdf.call", "tdf.call_inplace", "tdf.call_opaque"))
+    return {ir.FlatSymbolRefAttr(call.attributes["callee"]).value for call in calls}
 
 
 def _strip_casts(value):
@@ -187,26 +148,19 @@ def opaque_callees(module_op) -> set:
     """Names of declarations (no body) that return memrefs: what
     ``tdf.call_opaque`` bufferizes to."""
     names = set()
-    for func in _functions(module_op):
-        if _has_body(func):
+    for func in collect_ops(module_op, "func.func"):
+        if has_body(func):
             continue
-        ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        ftype = function_type(func)
         if any(isinstance(t, ir.MemRefType) for t in ftype.results):
-            names.add(_sym_name(func))
+            names.add(sym_name(func))
     return names
 
 
 def _opaque_calls(op):
     names = opaque_callees(op)
-    calls = []
-
-    def visit(inner):
-        if inner.name == "func.call" and ir.FlatSymbolRefAttr(inner.attributes["callee"]).value in names:
-            calls.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return calls
+    return collect_ops(op, "func.call",
+                       lambda call: ir.FlatSymbolRefAttr(call.attributes["callee"]).value in names)
 
 
 # ------------------------------------------------------------ helper passes
@@ -223,8 +177,8 @@ def drop_donated_results(op, ctx: PassContext) -> None:
     deallocation; only public functions with a body that nothing in the
     module calls."""
     called = _called_symbols(op)
-    for func in _functions(op):
-        if _has_body(func) and _is_public(func) and _sym_name(func) not in called:
+    for func in collect_ops(op, "func.func"):
+        if has_body(func) and is_public(func) and sym_name(func) not in called:
             _drop_donated_results(func, ctx)
         _strip_donate(func)
 
@@ -233,7 +187,7 @@ def _strip_donate(func) -> None:
     """``tdf.donate`` is consumed: the LLVM lowering must not see it."""
     if "arg_attrs" not in func.attributes:
         return
-    dicts = _arg_dicts(func)
+    dicts = arg_dicts(func)
     if not any("tdf.donate" in d for d in dicts):
         return
     for d in dicts:
@@ -243,19 +197,12 @@ def _strip_donate(func) -> None:
 
 def _drop_donated_results(func, ctx: PassContext) -> None:
     """Drops the results of ``func`` that are one of its donated arguments."""
-    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    ftype = function_type(func)
     if not any(isinstance(t, ir.MemRefType) for t in ftype.results):
         return
     block = func.regions[0].blocks[0]
-    dicts = _arg_dicts(func)
-    returns = []
-
-    def visit(inner):
-        if inner.name == "func.return":
-            returns.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
+    dicts = arg_dicts(func)
+    returns = collect_ops(func, "func.return")
     if len(returns) != 1:
         return  # several exits (unstructured control flow): leave alone
     ret = returns[0]
@@ -326,15 +273,7 @@ def _unown_opaque_results(op, ctx: PassContext) -> None:
             results.add(result)
     if not results:
         return
-    deallocs = []
-
-    def visit(inner):
-        if inner.name == "bufferization.dealloc":
-            deallocs.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    for dealloc in deallocs:
+    for dealloc in collect_ops(op, "bufferization.dealloc"):
         count = ir.DenseI32ArrayAttr(dealloc.attributes["operandSegmentSizes"])[0]
         for i in range(count):
             if _root(dealloc.operands[i]) in results:
@@ -406,16 +345,10 @@ def widen_i1_memrefs(op, ctx: PassContext) -> None:
     """
     i1 = ir.IntegerType.get_signless(1)
     i8 = ir.IntegerType.get_signless(8)
-    ops = []
-
-    def visit(inner):
-        ops.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
+    ops = collect_ops(op)
     for inner in ops:
         if inner.name == "func.func":
-            ftype = ir.FunctionType(ir.TypeAttr(inner.attributes["function_type"]).value)
+            ftype = function_type(inner)
             ins = [_widen(t) or t for t in ftype.inputs]
             outs = [_widen(t) or t for t in ftype.results]
             if ins != list(ftype.inputs) or outs != list(ftype.results):
@@ -475,15 +408,7 @@ def strided_copies_to_loops(op, ctx: PassContext) -> None:
     """
     from mlir.dialects import linalg
 
-    copies = []
-
-    def visit(inner):
-        if inner.name == "memref.copy":
-            copies.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    for copy in copies:
+    for copy in collect_ops(op, "memref.copy"):
         src, dst = copy.operands[0], copy.operands[1]
         if _has_identity_layout(src.type) and _has_identity_layout(dst.type):
             continue

@@ -46,6 +46,7 @@ from .context import Context
 from .errors import TDFError
 from .parsing import parse
 from .pipeline import run_pipeline
+from .passes._ir import arg_dicts, collect_ops, function_type, has_body, is_public, sym_name
 from .passes.pipelines import one_shot
 from .runtime import DTYPES, AllocationCounter, AllocationStats, EntryFunction, ScalarSpec, TensorSpec
 
@@ -224,29 +225,6 @@ def _functions(module):
     return [op for op in module.body.operations if op.operation.name == "func.func"]
 
 
-def _sym(func) -> str:
-    return ir.StringAttr(func.attributes["sym_name"]).value
-
-
-def _has_body(func) -> bool:
-    return len(func.regions[0].blocks) > 0
-
-
-def _is_public(func) -> bool:
-    return ("sym_visibility" not in func.attributes
-            or ir.StringAttr(func.attributes["sym_visibility"]).value == "public")
-
-
-def _ftype(func) -> ir.FunctionType:
-    return ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-
-
-def _arg_dicts(func, count):
-    if "arg_attrs" not in func.attributes:
-        return [{} for _ in range(count)]
-    return [{n.name: n.attr for n in ir.DictAttr(d)} for d in ir.ArrayAttr(func.attributes["arg_attrs"])]
-
-
 _FILENAME = ["<input>"]
 
 
@@ -256,9 +234,9 @@ def _location(op) -> str:
 
 
 def _is_entry(func) -> bool:
-    if not _has_body(func) or not _is_public(func):
+    if not has_body(func) or not is_public(func):
         return False
-    ftype = _ftype(func)
+    ftype = function_type(func)
     return not any(isinstance(t, ir.MemRefType) for t in list(ftype.inputs) + list(ftype.results))
 
 
@@ -277,9 +255,9 @@ def _tensor_spec(type_, where, donated=False) -> TensorSpec:
 
 
 def _signature(func):
-    name = _sym(func)
-    ftype = _ftype(func)
-    dicts = _arg_dicts(func, len(ftype.inputs))
+    name = sym_name(func)
+    ftype = function_type(func)
+    dicts = arg_dicts(func)
     params = []
     for i, t in enumerate(ftype.inputs):
         where = f"@{name} argument #{i}"
@@ -291,14 +269,6 @@ def _signature(func):
             raise CompileError(f"{where}: unsupported type {t}")
     results = [_tensor_spec(t, f"@{name} result #{i}") for i, t in enumerate(ftype.results)]
     return params, results
-
-
-def _walk(op, fn):
-    def visit(inner):
-        fn(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
 
 
 def _tensor_root(value):
@@ -314,7 +284,7 @@ def _copy_reason(op, operand_number, func) -> str:
         block = root.owner
         if block.owner is not None and block.owner.operation.name == "func.func":
             index = ir.BlockArgument(root).arg_number
-            dicts = _arg_dicts(func, len(block.arguments))
+            dicts = arg_dicts(func)
             if "tdf.donate" not in dicts[index]:
                 return f"it is the non-donated argument #{index} (read-only)"
         return "it is a block argument whose buffer is still read"
@@ -333,9 +303,9 @@ def _analyse(module, context) -> tuple[list, list]:
     run_pipeline(copy, f"builtin.module({ANALYSIS})")
     decisions, forced = [], []
     for func in _functions(copy):
-        if not _has_body(func):
+        if not has_body(func):
             continue
-        fname = _sym(func)
+        fname = sym_name(func)
 
         def visit(op, func=func, fname=fname):
             if "__inplace_operands_attr__" not in op.attributes:
@@ -363,7 +333,9 @@ def _analyse(module, context) -> tuple[list, list]:
                 if op.name == "tdf.call_inplace" and not inplace:
                     forced.append(decision)
 
-        _walk(func, visit)
+        for inner in collect_ops(func):
+
+            visit(inner)
     return decisions, forced
 
 
@@ -392,9 +364,9 @@ def _in_loop(op, func) -> bool:
 def _buffers(module):
     allocations, copies = [], []
     for func in _functions(module):
-        if not _has_body(func):
+        if not has_body(func):
             continue
-        fname = _sym(func)
+        fname = sym_name(func)
 
         def visit(op, func=func, fname=fname):
             if op.name in ("memref.alloc", "memref.alloca"):
@@ -407,7 +379,9 @@ def _buffers(module):
                 copies.append(Copy(fname, _location(op), _static_nbytes(target.type),
                                    _in_loop(op, func), into_view))
 
-        _walk(func, visit)
+        for inner in collect_ops(func):
+
+            visit(inner)
     return allocations, copies
 
 
@@ -432,11 +406,13 @@ def _check_symbols(module, shared_libs) -> None:
         if op.name == "func.call":
             called.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
 
-    _walk(module.operation, visit)
+    for inner in collect_ops(module.operation):
+
+        visit(inner)
     for func in _functions(module):
-        if _has_body(func) or _sym(func) not in called:
+        if has_body(func) or sym_name(func) not in called:
             continue
-        name = _sym(func)
+        name = sym_name(func)
         symbol = (f"_mlir_ciface_{name}" if "llvm.emit_c_interface" in func.attributes else name)
         if not any(hasattr(lib, symbol) for lib in libs + [process]):
             raise CompileError(
@@ -451,7 +427,9 @@ def _inplace_calls(module) -> int:
         if op.name == "tdf.call_inplace":
             count[0] += 1
 
-    _walk(module.operation, visit)
+    for inner in collect_ops(module.operation):
+
+        visit(inner)
     return count[0]
 
 
@@ -525,7 +503,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         entries = {}
         for func in _functions(module):
             if _is_entry(func):
-                entries[_sym(func)] = _signature(func)
+                entries[sym_name(func)] = _signature(func)
         if not entries:
             raise CompileError(f"{filename}: no public function with a body and tensor/scalar "
                                f"parameters to compile")
@@ -551,14 +529,14 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         allocations, copies = _buffers(module)
         returned = {}
         for func in _functions(module):
-            name = _sym(func)
+            name = sym_name(func)
             if name in entries:
                 if "tdf.returned_args" in func.attributes:
                     returned[name] = list(ir.DenseI64ArrayAttr(func.attributes["tdf.returned_args"]))
                 else:
                     returned[name] = [-1] * len(entries[name][1])
                 func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-            elif not _has_body(func):
+            elif not has_body(func):
                 func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         _check_symbols(module, shared_libs)
 

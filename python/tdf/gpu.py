@@ -40,6 +40,7 @@ from mlir import ir
 from .context import Context
 from .errors import TDFError
 from .parsing import parse
+from .passes._ir import collect_ops
 from .pipeline import run_pipeline
 
 __all__ = [
@@ -114,18 +115,6 @@ def _bytes_of(mtype) -> int:
     if width is None:
         width = 64 if isinstance(element, ir.IndexType) else 0
     return count * width // 8
-
-
-def _walk(module, names) -> list:
-    found = []
-
-    def visit(op):
-        if op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
 
 
 def _loc(op, filename=None) -> str:
@@ -251,7 +240,7 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
     report = GPUReport()
     entries = {}
     with module.context:
-        for func in _walk(module, ("func.func",)):
+        for func in collect_ops(module, "func.func"):
             if len(func.regions[0].blocks) and ("sym_visibility" not in func.attributes or
                                                 ir.StringAttr(func.attributes["sym_visibility"]).value == "public"):
                 func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
@@ -266,18 +255,18 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
         report.compile_seconds[stage] = time.perf_counter() - start
         texts[stage] = str(module)
         if stage == "donate":
-            for op in _walk(module, ("tdf.call_inplace",)):
+            for op in collect_ops(module, "tdf.call_inplace"):
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                 indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
                 report.inplace.append((callee, indices, _loc(op, filename)))
-            report.out_of_place_calls = len(_walk(module, ("tdf.call",)))
+            report.out_of_place_calls = len(collect_ops(module, "tdf.call"))
         elif stage == "bufferize":
-            for op in _walk(module, ("memref.copy",)):
+            for op in collect_ops(module, "memref.copy"):
                 report.device_copies.append((_bytes_of(op.operands[1].type), _loc(op, filename)))
         elif stage == "gpu":
             h2d = [0, 0]
             d2h = [0, 0]
-            for op in _walk(module, ("gpu.memcpy",)):
+            for op in collect_ops(module, "gpu.memcpy"):
                 if "tdf.transfer" not in op.attributes:
                     continue
                 size = _bytes_of(op.operands[-1].type)
@@ -286,11 +275,11 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
                 target[1] += max(size, 0)
             report.h2d, report.d2h = tuple(h2d), tuple(d2h)
             report.device_alloc_bytes = sum(max(_bytes_of(op.results[0].type), 0)
-                                            for op in _walk(module, ("gpu.alloc",)))
-            report.kernels = len(_walk(module, ("gpu.launch_func",)))
+                                            for op in collect_ops(module, "gpu.alloc"))
+            report.kernels = len(collect_ops(module, "gpu.launch_func"))
 
     ptx_modules = {}
-    for op in _walk(module, ("gpu.binary",)):
+    for op in collect_ops(module, "gpu.binary"):
         name = ir.StringAttr(op.attributes["sym_name"]).value
         from mlir.dialects import gpu as gpu_dialect
 
