@@ -79,9 +79,10 @@ from .liveness import Liveness, function_bodies, is_tensor, op_key
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["RULES", "Rejection", "InplaceAnalysis", "insert_inplace",
-           "populate_inplace_rewrites", "rewrite_concats"]
+           "populate_inplace_rewrites", "rewrite_concats", "rewrite_insert_slices"]
 
 RULES = ("dead", "unaliased", "owned", "fits", "kernel")
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
 @dataclass
@@ -174,33 +175,54 @@ class InplaceAnalysis:
         return self._check_dead(op, index, value, reject)
 
     def overwritten_source(self, op, value):
-        """The source ``%src`` of ``value = tensor.extract_slice %src[R]`` when
-        the only other use of ``%src`` is a ``tensor.insert_slice ... into
-        %src[R]`` with the same static offsets, sizes and strides, after ``op``
-        in the same block (defined there too): writing ``value``'s storage at
-        ``op`` is then no read of ``%src``'s old contents, since that insert
-        overwrites exactly the region ``R`` (the chain a concat of computed
-        parts is rewritten to). None otherwise."""
-        owner = value.owner
-        if isinstance(owner, ir.Block) or owner.operation.name != "tensor.extract_slice":
+        """The source ``%src`` of ``value = tensor.extract_slice %src[R]``
+        (possibly seen through ``tensor.expand_shape``/``collapse_shape``
+        views of the slice) when the only other use of ``%src`` is a
+        ``tensor.insert_slice ... into %src[R]`` with the same offsets, sizes
+        and strides (the same static values and the same SSA values for the
+        dynamic ones), after ``op`` in the same block (defined there too):
+        writing ``value``'s storage at ``op`` is then no read of ``%src``'s
+        old contents, since that insert overwrites exactly the region ``R``
+        (the chain a concat of computed parts, or a part computed into its
+        insert_slice destination, is rewritten to). None otherwise."""
+        while True:
+            owner = value.owner
+            if isinstance(owner, ir.Block):
+                return None
+            owner = owner.operation
+            if owner.name not in _RESHAPES or owner.block != op.block:
+                break
+            value = owner.operands[0]
+        if owner.name != "tensor.extract_slice":
             return None
-        extract = owner.operation
-        if len(extract.operands) != 1 or extract.block != op.block:
+        extract = owner
+        if extract.block != op.block:
             return None
         src = extract.operands[0]
-        if isinstance(src.owner, ir.Block) or src.owner.operation.block != op.block:
+        # Defined in this block (an argument of it included): a loop around
+        # the block redefines it per iteration.
+        if isinstance(src.owner, ir.Block):
+            if src.owner != op.block:
+                return None
+        elif src.owner.operation.block != op.block:
             return None
         others = [u.owner.operation for u in src.uses if u.owner.operation != extract]
         if len(others) != 1 or len(list(src.uses)) != 2:
             return None
         insert = others[0]
-        if (insert.name != "tensor.insert_slice" or len(insert.operands) != 2
-                or insert.operands[1] != src or insert.block != op.block
+        if (insert.name != "tensor.insert_slice" or insert.operands[1] != src
+                or insert.block != op.block
                 or self.liveness.pre(insert) <= self.liveness.pre(op)):
             return None
         for name in ("static_offsets", "static_sizes", "static_strides"):
             if insert.attributes[name] != extract.attributes[name]:
                 return None
+        # Same dynamic offsets/sizes/strides (same segments, same values).
+        if (list(ir.DenseI32ArrayAttr(insert.attributes["operandSegmentSizes"]))[2:]
+                != list(ir.DenseI32ArrayAttr(extract.attributes["operandSegmentSizes"]))[1:]):
+            return None
+        if any(a != b for a, b in zip(list(insert.operands)[2:], list(extract.operands)[1:])):
+            return None
         return src
 
     def _check_dead(self, op, index, value, reject):
@@ -309,7 +331,30 @@ def _part_producer(part, concat, module_op, rejections, index):
         return reject("dead", "it is defined in another block; it is copied")
     if len(producer.results) != 1 or not ir.RankedTensorType(part.type).has_static_shape:
         return reject("fits", "only a single static-shaped result is computed into a slice")
-    if not is_call:
+    return _slice_plan(producer, _row_major(ir.RankedTensorType(concat.results[0].type).shape),
+                       module_op, reject)
+
+
+def _row_major(shape) -> list[int]:
+    """Row-major (identity layout) strides of a static ``shape``."""
+    strides, stride = [], 1
+    for size in reversed(list(shape)):
+        strides.insert(0, stride)
+        stride *= size
+    return strides
+
+
+def _slice_plan(producer, strides, module_op, reject):
+    """The part of the machinery shared by ``tensor.concat`` and
+    ``tensor.insert_slice``: how ``producer`` (single static-shaped result,
+    used once, checked by the caller) can compute its result into a slice of
+    a larger buffer whose memref layout has ``strides`` (dynamic offset).
+    ``("linalg", op)`` for an element-wise linalg op with a ``tensor.empty``
+    init; ``("call", (op, variant))`` for a ``tdf.call`` of a kernel with a
+    body, ``variant`` being its clone whose output parameter takes the layout
+    ``strided<strides, offset: ?>`` (:func:`layout_variant`); otherwise None,
+    or ``reject("kernel", why)`` when the kernel cannot take the layout."""
+    if producer.name != "tdf.call":
         init = producer.operands[len(producer.operands) - 1]
         if isinstance(init.owner, ir.Block) or init.owner.operation.name != "tensor.empty":
             return None
@@ -321,16 +366,41 @@ def _part_producer(part, concat, module_op, rejections, index):
     if kernel is None or kernel.name != "func.func":
         return None
     n = len(producer.operands)
-    result_type = ir.RankedTensorType(concat.results[0].type)
-    strides, stride = [], 1
-    for size in reversed(result_type.shape):
-        strides.insert(0, stride)
-        stride *= size
+    if n >= len(function_type(kernel).inputs):
+        return None
     param_type = strided_type(function_type(kernel).inputs[n], strides)
     variant, why = layout_variant(module_op, kernel, n, param_type)
     if variant is None:
         return reject("kernel", why)
     return ("call", (producer, variant))
+
+
+def _compute_into(plan, view):
+    """Rewrites the producer of ``plan`` (see :func:`_slice_plan`) to compute
+    its result into ``view`` (a slice of the destination, of the result's
+    type); returns the new result. A call becomes ``tdf.call_inplace
+    @variant(%in..., %view) inplace [n]``, created at the current insertion
+    point; a linalg op takes ``view`` as its init (its ``tensor.empty`` is
+    erased when unused). Returns ``(old_op, new_op, result)``."""
+    kind, producer = plan
+    if kind == "linalg":
+        empty = producer.operands[len(producer.operands) - 1]
+        producer.operands[len(producer.operands) - 1] = view
+        if len(list(empty.uses)) == 0:
+            empty.owner.operation.erase()
+        return producer, producer, producer.results[0]
+    call, variant = producer
+    operands = list(call.operands)
+    new = ir.Operation.create(
+        "tdf.call_inplace", results=[call.results[0].type], operands=operands + [view],
+        attributes={"callee": ir.FlatSymbolRefAttr.get(variant),
+                    "inplace_indices": ir.DenseI64ArrayAttr.get([len(operands)])},
+        loc=call.location)
+    for attr_name in list(call.attributes):
+        if isinstance(attr_name, str) and attr_name != "callee":
+            new.attributes[attr_name] = call.attributes[attr_name]
+    call.results[0].replace_all_uses_with(new.results[0])
+    return call, new, new.results[0]
 
 
 def rewrite_concats(func, ctx: PassContext | None = None, module_op=None,
@@ -386,28 +456,11 @@ def rewrite_concats(func, ctx: PassContext | None = None, module_op=None,
                         "tensor.extract_slice", results=[part.type], operands=[dest],
                         attributes={**static, "operandSegmentSizes":
                                     ir.DenseI32ArrayAttr.get([1, 0, 0, 0])}).results[0]
-                    kind, producer = plan
-                    if kind == "linalg":
-                        producer.move_before(concat)
-                        empty = producer.operands[len(producer.operands) - 1]
-                        producer.operands[len(producer.operands) - 1] = view
-                        if len(list(empty.uses)) == 0:
-                            empty.owner.operation.erase()
-                        part = producer.results[0]
-                    else:
-                        call, variant = producer
-                        operands = list(call.operands)
-                        new = ir.Operation.create(
-                            "tdf.call_inplace", results=[part.type], operands=operands + [view],
-                            attributes={"callee": ir.FlatSymbolRefAttr.get(variant),
-                                        "inplace_indices": ir.DenseI64ArrayAttr.get([len(operands)])},
-                            loc=call.location)
-                        for attr_name in list(call.attributes):
-                            if isinstance(attr_name, str) and attr_name != "callee":
-                                new.attributes[attr_name] = call.attributes[attr_name]
-                        call.results[0].replace_all_uses_with(new.results[0])
-                        call.erase()
-                        part = new.results[0]
+                    if plan[0] == "linalg":
+                        plan[1].move_before(concat)
+                    old, new, part = _compute_into(plan, view)
+                    if old is not new:
+                        old.erase()
                 dest = ir.Operation.create(
                     "tensor.insert_slice", results=[result_type], operands=[part, dest],
                     attributes={**static, "operandSegmentSizes":
@@ -419,6 +472,304 @@ def rewrite_concats(func, ctx: PassContext | None = None, module_op=None,
         if ctx is not None:
             ctx.statistic("concats")
     return done
+
+
+# -- insert_slice of a computed part -------------------------------------------
+
+_DYNAMIC = None  # set lazily: ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+def _dynamic() -> int:
+    global _DYNAMIC
+    if _DYNAMIC is None:
+        _DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset()
+    return _DYNAMIC
+
+
+def _reassociation(op) -> list[list[int]]:
+    return [[ir.IntegerAttr(i).value for i in ir.ArrayAttr(group)]
+            for group in ir.ArrayAttr(op.attributes["reassociation"])]
+
+
+def _slice_strides(insert, shape) -> list[int] | None:
+    """Memref strides of the slice ``insert`` writes, seen with the static
+    ``shape`` (its sizes, possibly with unit dimensions dropped: a rank
+    reduction), in an identity-layout destination; unit dimensions get a
+    dynamic stride (any value fits them, so rank reduction needs no
+    guessing). None when a size or stride is dynamic or ``shape`` is no rank
+    reduction of the sizes."""
+    dest = ir.RankedTensorType(insert.operands[1].type)
+    sizes = list(ir.DenseI64ArrayAttr(insert.attributes["static_sizes"]))
+    steps = list(ir.DenseI64ArrayAttr(insert.attributes["static_strides"]))
+    dynamic = ir.ShapedType.get_dynamic_size()
+    if not dest.has_static_shape:
+        return None
+    if dynamic in sizes or any(s == _dynamic() for s in steps):
+        return None
+    full = [r * k for r, k in zip(_row_major(dest.shape), steps)]
+    out, shape, j = [], list(shape), 0
+    for size, stride in zip(sizes, full):
+        if j < len(shape) and shape[j] == size:
+            out.append(stride if size != 1 else _dynamic())
+            j += 1
+        elif size != 1:
+            return None
+    return out if j == len(shape) else None
+
+
+def _inverse_view_strides(view, strides, shape) -> list[int] | None:
+    """Strides after applying the inverse of reshape ``view`` (result of
+    type ``shape``/``strides``) to get back to its source: a collapse for an
+    ``expand_shape``, an expansion for a ``collapse_shape``. None when a
+    collapse would merge dimensions that are not contiguous in memory."""
+    groups = _reassociation(view)
+    if view.name == "tensor.expand_shape":  # we collapse groups of `shape`
+        out = []
+        for group in groups:
+            sized = [(shape[d], strides[d]) for d in group if shape[d] != 1]
+            for (_, outer), (size, inner) in zip(sized, sized[1:]):
+                if outer != inner * size:
+                    return None
+            out.append(sized[-1][1] if len(sized) and _size(sized) != 1 else _dynamic())
+        return out
+    source = ir.RankedTensorType(view.operands[0].type).shape  # we expand
+    out = [0] * len(source)
+    for d, group in enumerate(groups):
+        current = strides[d]
+        for k in reversed(group):
+            out[k] = _dynamic() if source[k] == 1 or current == _dynamic() else current
+            if current != _dynamic():
+                current *= source[k]
+    return out
+
+
+def _size(sized) -> int:
+    total = 1
+    for size, _ in sized:
+        total *= size
+    return total
+
+
+def _create_inverse(view, value):
+    """The inverse reshape of ``view`` applied to ``value`` (a tensor of
+    ``view``'s result type), at the current insertion point."""
+    source_type = view.operands[0].type
+    attrs = {"reassociation": view.attributes["reassociation"]}
+    if view.name == "tensor.expand_shape":
+        return ir.Operation.create("tensor.collapse_shape", results=[source_type],
+                                   operands=[value], attributes=attrs).results[0]
+    attrs["static_output_shape"] = ir.DenseI64ArrayAttr.get(
+        ir.RankedTensorType(source_type).shape)
+    return ir.Operation.create("tensor.expand_shape", results=[source_type],
+                               operands=[value], attributes=attrs).results[0]
+
+
+def rewrite_insert_slices(func, ctx: PassContext | None = None, module_op=None,
+                          rejections: list | None = None,
+                          analysis: InplaceAnalysis | None = None) -> int:
+    """Computes freshly computed parts straight into the slice of their
+    ``tensor.insert_slice`` destination (see the module doc); returns how
+    many. A candidate is ``%c = tensor.insert_slice %r into %d[...]`` whose
+    source ``%r`` is, through zero or more ``tensor.expand_shape`` /
+    ``collapse_shape`` views, the result of a single-result ``tdf.call`` or
+    of an element-wise linalg op with a ``tensor.empty`` init. It is
+    rewritten (``%s = extract_slice %d[...]`` and the inverse views right
+    before the producer, which then writes ``%s``) only when
+
+    * the part and its views have no other use, in the insert's block, with
+      static shapes (``dead``/``fits``);
+    * ``%d`` and the dynamic offsets are defined before the producer
+      (``dead``: otherwise the producer would have to move);
+    * ``%d`` is owned and never escaped (``owned``/``unaliased``): for a
+      non-donated argument One-Shot copies the destination first, and
+      writing it before that copy would be wrong;
+    * neither ``%d`` nor an alias of it is used after the producer except by
+      the insert itself (``dead``/``unaliased``): not between the producer
+      and the insert, not after the insert;
+    * the kernel has a body taking the slice's layout (``kernel``), as for
+      a concat.
+
+    Each rejected candidate appends a :class:`Rejection` (on the insert) to
+    ``rejections``."""
+    func = func.operation
+    if module_op is None and func.parent is not None:
+        module_op = func.parent.operation
+    if rejections is None:
+        rejections = []
+    inserts = []
+
+    def visit(op):
+        if op.operation.name == "tensor.insert_slice":
+            inserts.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    candidates = []
+    for insert in inserts:
+        chain, value = [], insert.operands[0]
+        while not isinstance(value.owner, ir.Block) and value.owner.operation.name in _RESHAPES:
+            chain.append(value.owner.operation)
+            value = chain[-1].operands[0]
+        if isinstance(value.owner, ir.Block):
+            continue
+        producer = value.owner.operation
+        if producer.name == "tdf.call" or (
+                is_elementwise_linalg(producer) and len(producer.results) == 1
+                and is_tensor(producer.results[0])
+                and not isinstance(producer.operands[len(producer.operands) - 1].owner, ir.Block)
+                and producer.operands[len(producer.operands) - 1].owner.operation.name
+                == "tensor.empty"):
+            candidates.append((insert, chain, producer))
+    if not candidates:
+        return 0
+    if analysis is None:
+        analysis = InplaceAnalysis(func)
+    done = 0
+    for insert, chain, producer in candidates:
+        why = _insert_slice_plan(insert, chain, producer, module_op, analysis)
+        if isinstance(why, Rejection):
+            rejections.append(why)
+            if ctx is not None:
+                ctx.statistic(f"rejected-{why.rule}")
+            continue
+        if why is None:
+            continue
+        plan, direct = why
+        _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct)
+        done += 1
+        if ctx is not None:
+            ctx.statistic("insert-slices")
+    return done
+
+
+def _insert_slice_plan(insert, chain, producer, module_op, analysis):
+    """``(plan, strides)`` for a candidate of :func:`rewrite_insert_slices`,
+    a :class:`Rejection`, or None (nothing to do, nothing to say)."""
+    liveness, alias = analysis.liveness, analysis.alias
+    dest = insert.operands[1]
+    part = producer.results[0]
+
+    def reject(rule, *parts):
+        return Rejection(rule, insert, insert.location, 1, [
+            "part (", part, ") of tensor.insert_slice into ", dest, ": ", *parts])
+
+    if len(producer.results) != 1:
+        return reject("fits", "only a single-result producer is computed into a slice")
+    # chain[0] produces the insert's source; chain[-1] reads the part.
+    values = [part] + [view.results[0] for view in reversed(chain)]
+    consumers = list(reversed(chain)) + [insert]
+    for value, consumer in zip(values, consumers):
+        users = [u.owner.operation for u in value.uses]
+        if len(users) != 1:
+            other = next((u for u in users if u != consumer), consumer)
+            return reject("dead", "it is also used by ", other,
+                          "; it is computed in its own buffer and copied")
+    for op in [producer] + chain:
+        if op.block != insert.block:
+            return reject("dead", "it is computed in another block; it is copied")
+    for value in values:
+        if not ir.RankedTensorType(value.type).has_static_shape:
+            return reject("fits", "only a static-shaped part is computed into a slice")
+    # Views that only add or drop unit dimensions vanish: the part is the
+    # slice seen rank-reduced (one extract/insert pair, no reshape).
+    direct = _slice_strides(insert, ir.RankedTensorType(part.type).shape)
+    if direct is not None:
+        strides = direct
+    else:
+        shape = list(ir.RankedTensorType(insert.operands[0].type).shape)
+        strides = _slice_strides(insert, shape)
+        if strides is None:
+            return reject("fits", "the slice has dynamic sizes or strides")
+        for view in chain:
+            strides = _inverse_view_strides(view, strides, shape)
+            if strides is None:
+                return reject("fits", "the slice is not contiguous along the dimensions ",
+                              view, " reshapes")
+            shape = list(ir.RankedTensorType(view.operands[0].type).shape)
+    for value in [dest] + list(insert.operands)[2:]:
+        if liveness.defined_after(value, producer):
+            return reject("dead", value, " is defined after the part's producer ", producer,
+                          "; the part is computed in its own buffer and copied")
+    witness = alias.not_owned(dest)
+    if witness is not None:
+        source, why = witness
+        what = {"argument": "a function argument that is not donated (One-Shot copies it "
+                            "before the insert)",
+                "constant": "a constant",
+                "unknown origin": "storage of unknown origin"}[why]
+        if source == dest:
+            return reject("owned", "the destination is ", what)
+        return reject("owned", "the destination may share storage with ", source, f", {what}")
+    if alias.escaped(dest):
+        return reject("unaliased", "the destination may alias a value passed to an opaque call")
+    aliases = [m for m in alias.members(dest) if m != dest]
+    if dest in alias.assumed:
+        source = alias.assumed[dest]
+        aliases += [m for m in alias.members(source) if m not in aliases and m != dest]
+    live = liveness.dead_after(dest, producer, aliases, ignore=(insert,))
+    if live is not None:
+        user = live.user
+        where = ("between the part's producer and the insert"
+                 if live.reason == "later-use" and liveness.pre(user) < liveness.pre(insert)
+                 else "after the insert" if live.reason == "later-use"
+                 else "by a later loop iteration" if live.reason == "loop"
+                 else "in another block of the control-flow graph")
+        if live.value == dest:
+            if live.reason == "loop":
+                return reject("dead", "the destination is defined outside the enclosing ",
+                              user.name, " and read again by its next iteration")
+            return reject("dead", "the destination is still used by ", user, f" ({where})")
+        return reject("unaliased", "the destination may share storage with ", live.value,
+                      ", which is still used by ", user, f" ({where})")
+    plan = _slice_plan(producer, strides, module_op, lambda rule, why: reject(rule, why))
+    if plan is None or isinstance(plan, Rejection):
+        return plan
+    return plan, direct is not None
+
+
+def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool) -> None:
+    """Creates ``%s = extract_slice %d[...]`` and the inverse views before
+    ``producer`` and lets the producer compute into them; keeps ``analysis``
+    current (new ops take the producer's position, their results join the
+    destination's class). ``direct``: the views only add/drop unit
+    dimensions, so ``%s`` takes the part's type (rank-reduced) and the insert
+    takes the part itself (the views are erased): bufferized, the extract
+    and the insert then make the same subview and no copy is left."""
+    liveness, alias = analysis.liveness, analysis.alias
+    dest = insert.operands[1]
+    record = liveness.record(producer)
+    segments = list(ir.DenseI32ArrayAttr(insert.attributes["operandSegmentSizes"]))
+    created = []
+    with ir.InsertionPoint(producer), insert.location:
+        view = ir.Operation.create(
+            "tensor.extract_slice",
+            results=[producer.results[0].type if direct else insert.operands[0].type],
+            operands=[dest] + list(insert.operands)[2:],
+            attributes={name: insert.attributes[name]
+                        for name in ("static_offsets", "static_sizes", "static_strides")}
+            | {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1] + segments[2:])}).results[0]
+        created.append(view)
+        for reshape in ([] if direct else chain):
+            view = _create_inverse(reshape, view)
+            created.append(view)
+    for value in created:
+        liveness.info[op_key(value.owner)] = record
+    with ir.InsertionPoint(producer):
+        old, new, _ = _compute_into(plan, view)
+    if old is not new:
+        analysis.replace_op(old, new)
+    for value in created:
+        alias.union(value, dest)
+    if old is not new:
+        analysis.note_inplace(new)
+        old.erase()
+    else:
+        alias.union(new.results[0], view)
+    if direct and chain:
+        insert.operands[0] = new.results[0]
+        for reshape in chain:  # chain[0] fed the insert, chain[-1] read the part
+            analysis.alias.forget(reshape.results[0])
+            reshape.erase()
 
 
 # -- calls and linalg ops -----------------------------------------------------
@@ -621,6 +972,7 @@ def insert_inplace(func, module_op=None, ctx: PassContext | None = None,
         module_op = func.parent.operation
     concat_rejections: list[Rejection] = []
     rewrite_concats(func, ctx, module_op, concat_rejections)
+    rewrite_insert_slices(func, ctx, module_op, concat_rejections)
     rewriter = _Rewriter(func, module_op, ctx, size_match)
     count = rewriter.run()
     return count, concat_rejections + rewriter.rejections
@@ -651,6 +1003,7 @@ def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassCont
         parent = func.parent.operation
         concat_rejections: list[Rejection] = []
         rewrite_concats(func, ctx, parent, concat_rejections)
+        rewrite_insert_slices(func, ctx, parent, concat_rejections)
         rewriter = _Rewriter(func, parent, ctx, size_match)
         total += rewriter.run()
         if remarks and ctx is not None:
@@ -674,6 +1027,7 @@ def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassCont
         ("rewrites", "Ops rewritten to run in place"),
         ("inplace-results", "Results computed in the storage of an operand"),
         ("concats", "tensor.concat ops computed into their final storage"),
+        ("insert-slices", "tensor.insert_slice parts computed straight into their destination"),
         ("rejected-dead", "Candidates rejected: the operand is used later"),
         ("rejected-unaliased", "Candidates rejected: an alias is used later or escaped"),
         ("rejected-owned", "Candidates rejected: non-donated argument or constant"),

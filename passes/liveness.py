@@ -226,10 +226,13 @@ class Liveness:
                 return "cfg"
         return None
 
-    def dead_after(self, value, op, aliases=()):
+    def dead_after(self, value, op, aliases=(), ignore=()):
         """None when neither ``value`` nor any of ``aliases`` can be read after
         ``op`` (``op``'s own operands excepted, unless ``op`` runs again in a
         loop while ``value`` stays the same); otherwise a :class:`LiveUse`.
+        Uses by the ops in ``ignore`` are skipped too (a later op that
+        overwrites what ``op`` writes, e.g. the ``tensor.insert_slice`` a part
+        is computed for).
 
         Aliases defined after ``op`` starts (its results, later values) hold
         newer contents and are skipped: any later view of the old contents is
@@ -250,7 +253,7 @@ class Liveness:
                 return LiveUse(candidate, loop_out, "loop")
             for use in candidate.uses:
                 user = use.owner.operation
-                if user == op:
+                if user == op or any(user == other for other in ignore):
                     continue
                 reason = self.use_after(user, op, candidate, loop_out)
                 if reason is not None:

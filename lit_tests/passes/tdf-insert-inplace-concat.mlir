@@ -104,6 +104,8 @@ func.func @negative_concat_call_part_used_twice(%y0: tensor<1x8xf32>, %y1: tenso
   // expected-remark@+1 {{in-place rejected (owned): operand #0 (%arg0) is a function argument that is not donated}}
   %z0 = tdf.call @log(%y0) : (tensor<1x8xf32>) -> tensor<1x8xf32>
   %z1 = tdf.call @log(%y1) : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  // The insert_slice the concat leaves for %z0 is no candidate either.
+  // expected-remark@+1 {{in-place rejected (dead): part (%0) of tensor.insert_slice into %1: it is also used by func.return (a function result); it is computed in its own buffer and copied}}
   %r = tensor.concat dim(0) %z0, %z1 : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<2x8xf32>
   return %r, %z0 : tensor<2x8xf32>, tensor<1x8xf32>
 }
