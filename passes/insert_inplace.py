@@ -34,10 +34,26 @@ Rewrites, in this order, per function:
    ``log_concat_update``). Parts of another kind are inserted as they are
    (a call part with a remark: used elsewhere, declaration-only kernel,
    layout-dependent body);
-2. ``tdf.call @k(...)`` → ``tdf.call_inplace @k_inplace(...) inplace [...]``
+2. ``%c = tensor.insert_slice %r into %d[...]`` whose source is a freshly
+   computed part (a single-result ``tdf.call`` or an element-wise linalg op
+   with a ``tensor.empty`` init, possibly through ``tensor.expand_shape`` /
+   ``collapse_shape`` views): the part is computed straight into
+   ``%s = tensor.extract_slice %d[...]`` created just before its producer
+   (by the same strided kernel variant / slice init as a concat part; views
+   that only add or drop unit dimensions vanish into a rank-reduced slice,
+   other views are inverted on ``%s``), so One-Shot Bufferize writes the
+   destination's row and copies nothing. Only when the part and its views
+   have no other use, ``%d`` (and the dynamic offsets) are defined before the
+   producer, ``%d`` is owned (a ``tensor.empty``, fresh value or donated
+   argument, never a non-donated argument: One-Shot copies that before the
+   insert) and unaliased, and neither ``%d`` nor an alias is used after the
+   producer except by the insert (not between producer and insert, not
+   after the insert); otherwise a remark names the rule and the blocking
+   value (statistic ``insert-slices`` counts the rewrites);
+3. ``tdf.call @k(...)`` → ``tdf.call_inplace @k_inplace(...) inplace [...]``
    (one index per result; ``-1`` where no operand qualifies), generating or
    reusing the in-place kernel variant;
-3. an element-wise linalg op on tensors whose init is a ``tensor.empty``:
+4. an element-wise linalg op on tensors whose init is a ``tensor.empty``:
    the init becomes the dead input (identity map).
 
 ``add(%z, %z)`` may run in place in ``%z``: the other reads of ``%z`` by the
@@ -46,8 +62,8 @@ calls run in one buffer.
 
 Options: ``size-match`` (default off), ``remarks`` (one remark per rejected
 candidate operand: ``in-place rejected (<rule>): operand #i (%v) ...``).
-Statistics: ``rewrites``, ``inplace-results``, ``concats``, and
-``rejected-<rule>`` for each rule.
+Statistics: ``rewrites``, ``inplace-results``, ``concats``,
+``insert-slices``, and ``rejected-<rule>`` for each rule.
 
 Before::
 
@@ -57,6 +73,21 @@ Before::
       %y = tdf.call @addone(%x) : (tensor<4xf32>) -> tensor<4xf32>
       return %y : tensor<4xf32>
     }
+
+A part computed for a donated cache row (before → after)::
+
+    %z = tdf.call @log(%y) : (tensor<8xf32>) -> tensor<8xf32>
+    %r = tensor.expand_shape %z [[0, 1]] output_shape [1, 8]
+        : tensor<8xf32> into tensor<1x8xf32>
+    %c = tensor.insert_slice %r into %cache[%i, 0] [1, 8] [1, 1]
+        : tensor<1x8xf32> into tensor<4x8xf32>
+
+    %s = tensor.extract_slice %cache[%i, 0] [1, 8] [1, 1]
+        : tensor<4x8xf32> to tensor<8xf32>
+    %z = tdf.call_inplace @log_strided(%y, %s) inplace [1]
+        : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %c = tensor.insert_slice %z into %cache[%i, 0] [1, 8] [1, 1]
+        : tensor<8xf32> into tensor<4x8xf32>
 
 After (the declaration needs ``tdf.inplace_ok = [[0, 0]]`` and
 ``tdf.inplace_variant = @addone_ip``; a kernel with an element-wise body
@@ -378,7 +409,7 @@ def _slice_plan(producer, strides, module_op, reject):
 def _compute_into(plan, view):
     """Rewrites the producer of ``plan`` (see :func:`_slice_plan`) to compute
     its result into ``view`` (a slice of the destination, of the result's
-    type); returns the new result. A call becomes ``tdf.call_inplace
+    type). A call becomes ``tdf.call_inplace
     @variant(%in..., %view) inplace [n]``, created at the current insertion
     point; a linalg op takes ``view`` as its init (its ``tensor.empty`` is
     erased when unused). Returns ``(old_op, new_op, result)``."""

@@ -23,6 +23,7 @@ NAMES = [
     "loop_fresh_accumulator",
     "branch_use",
     "slice_of_donated",
+    "kv_row_kernel",
 ]
 
 PROGRAMS = [import_module(f"{__name__}.{name}").PROGRAM for name in NAMES]
