@@ -9,20 +9,10 @@ import subprocess
 import pytest
 
 import tdf
-from tdf.passes import get_all_passes
-
-
-def insert_inplace_available() -> bool:
-    """True once ``tdf-insert-inplace`` is registered (written in
-    ``passes/insert_inplace.py``)."""
-    return "tdf-insert-inplace" in get_all_passes()
-
-
-# in-place rewrite off and on; "on" needs tdf-insert-inplace.
+# in-place rewrite off and on (tdf-insert-inplace).
 INPLACE_MODES = [
     pytest.param(False, id="inplace-off"),
-    pytest.param(True, id="inplace-on", marks=pytest.mark.skipif(
-        not insert_inplace_available(), reason="tdf-insert-inplace is not registered")),
+    pytest.param(True, id="inplace-on"),
 ]
 
 

@@ -18,15 +18,11 @@ import pytest
 
 import tdf
 from tdf import gpu
-from tdf.passes import get_all_passes
 
 HAS_PTXAS = shutil.which("ptxas") is not None
 GPU_OK, GPU_REASON = gpu.cuda_available()
 needs_ptxas = pytest.mark.skipif(not HAS_PTXAS, reason="ptxas (CUDA toolkit) is not on PATH")
 needs_gpu = pytest.mark.skipif(not GPU_OK, reason=f"no CUDA GPU here: {GPU_REASON}")
-needs_insert_inplace = pytest.mark.skipif(
-    "tdf-insert-inplace" not in get_all_passes(),
-    reason="tdf-insert-inplace (passes/insert_inplace.py) is not registered yet")
 
 ADD_INPLACE = """
 func.func private @add_inplace(%acc: memref<64x128xf32>, %rhs: memref<64x128xf32>) attributes {tdf.elementwise} {
@@ -305,7 +301,6 @@ def test_pipeline_stops_at_gpu_in_python():
     assert "gpu.module @step_kernel" in text and "gpu.binary" not in text
 
 
-@needs_insert_inplace
 @pytest.mark.parametrize("text,fn", [(CHAIN_FUNCTIONAL, "chain"), (CONCAT_FUNCTIONAL, "concat")])
 def test_inplace_pipeline_on_functional_programs(text, fn):
     on = gpu.compile_nvvm(text, inplace=True, ptxas=False).report()

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 import tdf
 from tdf.oracle import compare
 
-from conftest import insert_inplace_available
 
 LONG = os.environ.get("TDF_LONG") == "1"
 EXAMPLES = int(os.environ.get("TDF_PROPERTY_EXAMPLES", "2000" if LONG else "40"))
@@ -150,10 +149,6 @@ def programs(draw):
 RUN_COUNT = {"programs": 0}
 
 
-def _modes():
-    return [False, True] if insert_inplace_available() else [False]
-
-
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs(), st.integers(0, 2**31 - 1))
@@ -164,7 +159,7 @@ def test_random_programs_three_ways(program, seed):
     rng = np.random.default_rng(seed)
     inputs = [rng.standard_normal(SHAPES[s]).astype(np.float32) for s in shapes]
     want = [np.asarray(w) for w in jax.jit(reference)(*[x.copy() for x in inputs])]
-    for inplace in _modes():
+    for inplace in (False, True):
         prog = tdf.compile(text, inplace=inplace, filename="random.mlir")
         args = [x.copy() for x in inputs]
         got = prog.main(*args)
