@@ -103,6 +103,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from ._ir import collect_ops
 from ._kernels import (KernelInfo, function_type, identity_operands, is_elementwise_linalg,
                        layout_variant, lookup_symbol, strided_type)
 from .alias import AliasAnalysis
@@ -446,14 +447,7 @@ def rewrite_concats(func, ctx: PassContext | None = None, module_op=None,
         module_op = func.parent.operation
     if rejections is None:
         rejections = []
-    concats = []
-
-    def visit(op):
-        if op.operation.name == "tensor.concat":
-            concats.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
+    concats = collect_ops(func, "tensor.concat")
     done = 0
     for concat in concats:
         result_type = ir.RankedTensorType(concat.results[0].type)
@@ -627,14 +621,7 @@ def rewrite_insert_slices(func, ctx: PassContext | None = None, module_op=None,
         module_op = func.parent.operation
     if rejections is None:
         rejections = []
-    inserts = []
-
-    def visit(op):
-        if op.operation.name == "tensor.insert_slice":
-            inserts.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
+    inserts = collect_ops(func, "tensor.insert_slice")
     candidates = []
     for insert in inserts:
         chain, value = [], insert.operands[0]
