@@ -11,6 +11,8 @@ from mlir import ir
 from tdf.passes import alias as alias_mod
 from tdf.passes import insert_inplace, liveness, verify_inplace
 
+from programs import kv_row_kernel
+
 KERNELS = """
 func.func private @addone(%x: memref<4xf32>, %out: memref<4xf32>) {
   linalg.add ins(%x, %x : memref<4xf32>, memref<4xf32>) outs(%out : memref<4xf32>)
@@ -314,20 +316,8 @@ def test_insert_slice_parts_jit_matches_jax(inplace):
         assert report.bytes_allocated("f") == 3 * 8 * 4 + 3 * 8 * 4
 
 
-KV_ROW_KERNEL = """
-func.func private @log(%x: memref<8xf32>, %out: memref<8xf32>) {
-  linalg.log ins(%x : memref<8xf32>) outs(%out : memref<8xf32>)
-  return
-}
-func.func @step(%cache: tensor<4x8xf32> {tdf.donate}, %y: tensor<8xf32>, %pos: index)
-    -> tensor<4x8xf32> {
-  %z = tdf.call @log(%y) : (tensor<8xf32>) -> tensor<8xf32>
-  %row = tensor.expand_shape %z [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
-  %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 8] [1, 1]
-      : tensor<1x8xf32> into tensor<4x8xf32>
-  return %new : tensor<4x8xf32>
-}
-"""
+# The corpus program (tests/programs/kv_row_kernel.py), also run against JAX there.
+KV_ROW_KERNEL = kv_row_kernel.SOURCE
 
 
 @pytest.mark.parametrize("donate", [True, False])
