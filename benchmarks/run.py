@@ -172,6 +172,20 @@ def _stateful(step, state, *rest):
     return call
 
 
+def _row(size, checked, timing, tmem, jmem, npb, notes, report, **extra) -> dict:
+    """One result row of a workload: timings, bytes allocated per call (tdf
+    counted, JAX memory_analysis, numpy peak) and the ratios of both."""
+    bytes_map = alloc_bytes_table(tmem, jmem, npb)
+    return {
+        "size": size, **extra,
+        "checked": checked, "time": timing,
+        "memory": {"tdf": tmem, "jax": jmem, "numpy_peak_bytes": npb, "alloc_bytes": bytes_map},
+        "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
+        "notes": notes,
+        "report": report,
+    }
+
+
 def bench_kv(cfg, backend, sizes, layers_mode: bool, loop: bool):
     """KV-cache decode step (``loop``: ``steps`` steps in one compiled loop)."""
     jax = _jax()
@@ -255,22 +269,14 @@ def bench_kv(cfg, backend, sizes, layers_mode: bool, loop: bool):
             v["per_step"] = v["median"] / per
         tmem = backend.memory(text, fname, lambda: (cache0.copy(),) + fargs, notes)
         npb = numpy_bytes(lambda: ref_np(cache0.copy())) - cache0.nbytes
-        bytes_map = alloc_bytes_table(tmem, jax_mem, max(0, npb))
         row_bytes = int(np.prod(one)) * 4 * per
         bw = cfg["bandwidth"]["bytes_per_s"]
-        rows.append({
-            "size": {"layers": layers, "heads": heads, "seq": seq, "dim": dim, "steps": steps},
-            "cache_bytes": int(cache0.nbytes),
-            "checked": oks,
-            "time": timing,
-            "memory": {"tdf": tmem, "jax": jax_mem, "numpy_peak_bytes": max(0, npb),
-                       "alloc_bytes": bytes_map},
-            "bound": {"row_bytes": row_bytes, "row_write_s": row_bytes / bw,
-                      "full_copy_s": cache0.nbytes / bw},
-            "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
-            "notes": notes,
-            "report": report,
-        })
+        rows.append(_row(
+            {"layers": layers, "heads": heads, "seq": seq, "dim": dim, "steps": steps},
+            oks, timing, tmem, jax_mem, max(0, npb), notes, report,
+            cache_bytes=int(cache0.nbytes),
+            bound={"row_bytes": row_bytes, "row_write_s": row_bytes / bw,
+                   "full_copy_s": cache0.nbytes / bw}))
     return rows
 
 
@@ -326,16 +332,8 @@ def bench_ew_chain(cfg, backend, sizes):
         jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(x0),), (0,)),
                 "jax": jax_memory(jf, (jnp.asarray(x0),), ())}
         npb = numpy_bytes(lambda: ref(x0))
-        bytes_map = alloc_bytes_table(tmem, jmem, npb)
-        rows.append({
-            "size": {"n": n, "calls": calls}, "tensor_bytes": int(x0.nbytes), "checked": oks,
-            "time": timing,
-            "memory": {"tdf": tmem, "jax": jmem, "numpy_peak_bytes": npb,
-                       "alloc_bytes": bytes_map},
-            "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
-            "notes": notes,
-            "report": report,
-        })
+        rows.append(_row({"n": n, "calls": calls}, oks, timing, tmem, jmem, npb, notes, report,
+                         tensor_bytes=int(x0.nbytes)))
     return rows
 
 
@@ -378,16 +376,8 @@ def bench_log_concat(cfg, backend, sizes):
         jmem = {"jax_donated": jax_memory(jf, yj, tuple(range(parts))),
                 "jax": jax_memory(jf, yj, ())}
         npb = numpy_bytes(lambda: ref(*ys))
-        bytes_map = alloc_bytes_table(tmem, jmem, npb)
-        rows.append({
-            "size": {"parts": parts, "n": n}, "output_bytes": parts * n * 4, "checked": oks,
-            "time": timing,
-            "memory": {"tdf": tmem, "jax": jmem, "numpy_peak_bytes": npb,
-                       "alloc_bytes": bytes_map},
-            "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
-            "notes": notes,
-            "report": report,
-        })
+        rows.append(_row({"parts": parts, "n": n}, oks, timing, tmem, jmem, npb, notes, report,
+                         output_bytes=parts * n * 4))
     return rows
 
 
@@ -435,19 +425,11 @@ def bench_embed(cfg, backend, sizes):
         jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(table0), ij, uj), (0,)),
                 "jax": jax_memory(jf, (jnp.asarray(table0), ij, uj), ())}
         npb = numpy_bytes(lambda: ref(table0.copy())) - table0.nbytes
-        bytes_map = alloc_bytes_table(tmem, jmem, max(0, npb))
         bw = cfg["bandwidth"]["bytes_per_s"]
-        rows.append({
-            "size": {"vocab": vocab, "dim": dim, "k": k}, "table_bytes": int(table0.nbytes),
-            "checked": oks, "time": timing,
-            "memory": {"tdf": tmem, "jax": jmem, "numpy_peak_bytes": max(0, npb),
-                       "alloc_bytes": bytes_map},
-            "bound": {"row_bytes": k * dim * 4, "row_write_s": k * dim * 4 / bw,
-                      "full_copy_s": table0.nbytes / bw},
-            "ratios": ratios(timing, {"alloc_bytes": bytes_map}),
-            "notes": notes,
-            "report": report,
-        })
+        rows.append(_row({"vocab": vocab, "dim": dim, "k": k}, oks, timing, tmem, jmem,
+                         max(0, npb), notes, report, table_bytes=int(table0.nbytes),
+                         bound={"row_bytes": k * dim * 4, "row_write_s": k * dim * 4 / bw,
+                                "full_copy_s": table0.nbytes / bw}))
     return rows
 
 
