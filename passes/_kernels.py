@@ -5,18 +5,19 @@ A kernel is a ``func.func`` in destination-passing style: parameters
 ``(inputs..., outputs...)`` with one output memref per result of the calling
 ``tdf.call``. Pair ``(i, j)`` (operand *i*, result *j*) is *in-place safe*
 when the kernel computes the same values if output parameter ``N + j`` is
-the very buffer of input parameter ``i``. That is known when
+the very buffer of input parameter ``i``. The promise that makes this safe
+(``tdf.elementwise``) is that the kernel behaves as *one* parallel loop whose
+iteration *i* reads only index *i* of each input and then writes only index
+*i* of each output ("each output element depends only on same-index inputs"
+is not enough: ``out = a + b; out = out * a`` breaks in place). It is known
 
-* the kernel carries ``tdf.inplace_ok = [[i, j], ...]`` (an array of
-  ``[operand, result]`` pairs, the author's promise), or
-* it carries the unit attribute ``tdf.elementwise`` (every output element
-  depends only on the input elements at the same index: every pair whose
-  memref types are equal is safe), or
-* its body proves it: input ``i`` and output ``N + j`` are used by one and
-  the same element-wise linalg op and by nothing else, both with identity
-  indexing maps. Element-wise ops: the named ones in ``ELEMENTWISE_OPS``,
-  ``linalg.map``, ``linalg.elementwise`` and ``linalg.generic`` with only
-  parallel iterators.
+* for a kernel with a body, only from the body (:meth:`KernelInfo.body_problem`
+  states the rule); a ``tdf.elementwise`` or ``tdf.inplace_ok`` attribute the
+  body contradicts gets a warning naming the offending op, and no rewrite;
+* for a declaration (resolved at JIT time), from its attributes: ``tdf.inplace_ok
+  = [[i, j], ...]`` (an array of ``[operand, result]`` pairs, the author's
+  promise) or the unit attribute ``tdf.elementwise`` (every pair whose memref
+  types are equal).
 
 The variant of kernel ``@k`` for indices ``[i0, -1, ...]`` takes the kernel's
 parameters minus the output parameter of every in-place result (the kernel
@@ -26,8 +27,10 @@ writes those through the input parameter):
   the indices when not ``[0]``: ``@k_inplace_1``, ``@k_inplace_0_n``),
   replacing each dropped output parameter by its input parameter; the clone
   carries ``tdf.inplace_of = @k`` and ``tdf.inplace_indices`` so it is found
-  and reused, and ``tdf.elementwise`` when it is element-wise on all its
-  parameters;
+  and reused, and ``tdf.elementwise`` when the body keeps the promise even
+  with every same-typed input in the written storage
+  (:meth:`KernelInfo.variant_elementwise`: One-Shot Bufferize trusts it when
+  a call passes one buffer as several operands);
 * declarations (resolved at JIT time) must name their variant with
   ``tdf.inplace_variant = @k_ip`` plus ``tdf.inplace_ok``: the variant
   computes *all* the pairs of ``tdf.inplace_ok`` in place; the pass declares
@@ -37,6 +40,8 @@ writes those through the input parameter):
 from __future__ import annotations
 
 from mlir import ir
+
+from .liveness import op_key
 
 __all__ = [
     "ELEMENTWISE_OPS", "INPLACE_OK_ATTR", "ELEMENTWISE_ATTR", "VARIANT_ATTR",
@@ -92,7 +97,10 @@ def is_elementwise_linalg(op) -> bool:
 
 def identity_operands(op) -> list[bool]:
     """For each operand of element-wise linalg ``op``: is it accessed with
-    the identity map (no broadcast, no transpose)? Scalars count as False."""
+    the identity map (no broadcast, no transpose)? Scalars count as False.
+
+    ``indexing_maps`` has one map per operand, scalar operands (rank-0 maps
+    ``(d0, ...) -> ()``) included, so operand ``k`` is read through map ``k``."""
     op = op.operation
     maps = _maps(op)
     flags = []
@@ -107,10 +115,44 @@ def identity_operands(op) -> list[bool]:
             rank = ir.ShapedType(shaped[-1].type).rank if shaped else 0
             flags.append(ir.ShapedType(value.type).rank == rank)
             continue
-        position = sum(1 for v in list(op.operands)[:index] if isinstance(v.type, ir.ShapedType))
-        amap = maps[position] if position < len(maps) else None
-        flags.append(amap is not None and amap == ir.AffineMap.get_identity(amap.n_dims))
+        amap = maps[index] if index < len(maps) else None
+        flags.append(amap is not None
+                     and len(amap.results) == ir.ShapedType(value.type).rank
+                     and amap == ir.AffineMap.get_identity(amap.n_dims))
     return flags
+
+
+# Structured ops without ``operandSegmentSizes``: their number of outputs.
+_SINGLE_INIT_OPS = frozenset({"linalg.map", "linalg.transpose", "linalg.broadcast"})
+
+
+def ins_outs(op) -> tuple[int, int] | None:
+    """``(inputs, outputs)`` operand counts of linalg op ``op``, or None when
+    the op is not a destination-style linalg op this module knows."""
+    op = op.operation
+    if not op.name.startswith("linalg."):
+        return None
+    if "operandSegmentSizes" in op.attributes:
+        sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        if len(sizes) == 2:
+            return sizes[0], sizes[1]
+        return None
+    if op.name in _SINGLE_INIT_OPS:
+        return len(op.operands) - 1, 1
+    return None
+
+
+def reads_output(op, index: int) -> bool:
+    """Does linalg op ``op`` read the old contents of its output operand
+    ``index`` (its payload uses the output's block argument)? True when the
+    payload cannot be matched to the operands (conservative)."""
+    op = op.operation
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return True
+    args = op.regions[0].blocks[0].arguments
+    if len(args) != len(op.operands):
+        return True
+    return len(list(args[index].uses)) > 0
 
 
 def _pair_list(attr) -> list[tuple[int, int]]:
@@ -126,9 +168,24 @@ def _pair_list(attr) -> list[tuple[int, int]]:
     return pairs
 
 
+class BodyProblem:
+    """Why a kernel body does not keep the in-place promise for a pair:
+    ``op`` is the offending op (or the kernel), ``message`` says what it
+    does."""
+
+    def __init__(self, op, message: str):
+        self.op = op
+        self.message = message
+
+
 class KernelInfo:
-    """What a kernel allows: ``safe(i, j)``, ``reads_same(i, k, j)`` and the
-    variant lookup/creation for a set of indices."""
+    """What a kernel allows: ``safe(params, j)`` and the variant
+    lookup/creation for a set of indices.
+
+    A kernel with a body is judged by its body (:meth:`body_problem`); its
+    ``tdf.elementwise`` / ``tdf.inplace_ok`` attributes only matter for
+    declarations. :meth:`contradiction` tells when an attribute promises a
+    pair that the body breaks."""
 
     def __init__(self, kernel, num_operands: int, num_results: int):
         self.kernel = kernel.operation
@@ -142,65 +199,119 @@ class KernelInfo:
         self.elementwise_attr = ELEMENTWISE_ATTR in attrs
         self.variant_name = (ir.FlatSymbolRefAttr(attrs[VARIANT_ATTR]).value
                              if VARIANT_ATTR in attrs else None)
-        self._param_user = {}
-        self._body_elementwise = False
-        if not self.is_declaration:
-            self._analyse_body()
-
-    def _analyse_body(self) -> None:
-        """Maps each parameter to the single element-wise op reading/writing it
-        with an identity map, when that is all it is used for."""
-        block = self.kernel.regions[0].blocks[0]
-        users = set()
-        for index, arg in enumerate(block.arguments):
-            uses = list(arg.uses)
-            if not uses:
-                self._param_user[index] = "unused"
-                continue
-            owners = {u.owner.operation for u in uses}
-            if len(owners) != 1:
-                continue
-            owner = next(iter(owners))
-            if not is_elementwise_linalg(owner) or owner.parent != self.kernel:
-                continue
-            flags = identity_operands(owner)
-            if all(flags[u.operand_number] for u in uses):
-                self._param_user[index] = owner
-                users.add(owner)
-        params = len(block.arguments)
-        self._body_elementwise = (
-            len(users) == 1 and
-            all(self._param_user.get(i) is not None for i in range(params)
-                if isinstance(block.arguments[i].type, ir.ShapedType)))
+        self._problems: dict = {}
 
     def _types_match(self, i: int, j: int) -> bool:
         inputs = list(self.ftype.inputs)
-        return self.n + j < len(inputs) and inputs[i] == inputs[self.n + j]
+        return (self.n + j < len(inputs) and i < self.n
+                and isinstance(inputs[i], ir.MemRefType) and inputs[i] == inputs[self.n + j])
 
-    def safe(self, i: int, j: int) -> bool:
-        """May result ``j`` be computed in the buffer of operand ``i``?"""
-        if (i, j) in self.declared_pairs:
-            return True
-        if self.elementwise_attr:
-            return self._types_match(i, j)
-        if self.is_declaration:
-            return False
-        out = self._param_user.get(self.n + j)
-        inp = self._param_user.get(i)
-        if out is None or out == "unused" or inp is None:
-            return False
-        return self._types_match(i, j) and (inp == "unused" or inp == out)
+    def promised(self, i: int, j: int) -> bool:
+        """Does an attribute promise pair ``(i, j)``?"""
+        return (i, j) in self.declared_pairs or (self.elementwise_attr and self._types_match(i, j))
 
-    def reads_same(self, k: int, j: int) -> bool:
-        """Operand ``k`` is the same value as the in-place operand of result
-        ``j``: is reading it while result ``j`` is written safe?"""
-        if self.elementwise_attr or (k, j) in self.declared_pairs:
-            return True
+    def safe(self, params, j: int) -> bool:
+        """May result ``j`` be computed in the buffer of operand ``params[0]``,
+        which the call also passes as every operand in ``params``?"""
+        params = tuple(params)
+        i = params[0]
         if self.is_declaration:
-            return False
-        out = self._param_user.get(self.n + j)
-        reader = self._param_user.get(k)
-        return reader == "unused" or (reader is not None and reader == out)
+            if (i, j) in self.declared_pairs:
+                return all((k, j) in self.declared_pairs or self.elementwise_attr for k in params)
+            return self.elementwise_attr and self._types_match(i, j)
+        return self._types_match(i, j) and self.body_problem(params, j) is None
+
+    def contradiction(self, params, j: int) -> BodyProblem | None:
+        """The body's :class:`BodyProblem` for a pair an attribute promises."""
+        if self.is_declaration or not self.promised(params[0], j):
+            return None
+        return self.body_problem(tuple(params), j)
+
+    def body_problem(self, params: tuple, j: int) -> BodyProblem | None:
+        """None when the body provably computes the same outputs if output
+        parameter ``N + j`` and every input parameter in ``params`` are one
+        buffer ``B``; otherwise what breaks it. The rule (conservative; all in
+        the kernel's single block, in program order):
+
+        * every use of a parameter in ``params`` or of the output is an
+          operand of a linalg op directly in the kernel's block;
+        * the inputs are only read (never a linalg output);
+        * the output is not read or written before its first writer ``W``,
+          and ``W`` does not read its old contents (payload, or as an input);
+        * ``W`` is element-wise (only parallel iterators) and accesses the
+          inputs and the output through identity indexing maps: its
+          iteration *i* reads index *i* of the inputs, then writes index *i*;
+        * no op after ``W`` reads an input (``B`` now holds the output).
+
+        Before ``W`` the inputs may be read any way (``B`` still holds them);
+        after ``W`` only the output's name is used, with the same contents
+        in both cases."""
+        key = (params, j)
+        if key in self._problems:
+            return self._problems[key]
+        problem = self._body_problem(params, j)
+        self._problems[key] = problem
+        return problem
+
+    def _body_problem(self, params: tuple, j: int) -> BodyProblem | None:
+        kernel = self.kernel
+        region = kernel.regions[0]
+        if len(region.blocks) != 1:
+            return BodyProblem(kernel, f"@{self.name} has more than one block")
+        block = region.blocks[0]
+        args = block.arguments
+        out = self.n + j
+        if out >= len(args):
+            return BodyProblem(kernel, f"@{self.name} has no output parameter #{out}")
+        position = {}
+        for index, inner in enumerate(block.operations):
+            position[op_key(inner.operation)] = index
+        accesses = []  # (position, op, operand number, is_output_param)
+        for param in list(params) + [out]:
+            label = f"output parameter #{out}" if param == out else f"input parameter #{param}"
+            for use in args[param].uses:
+                user = use.owner.operation
+                where = position.get(op_key(user))
+                if where is None or ins_outs(user) is None:
+                    return BodyProblem(user, f"{user.name} uses {label} of @{self.name}, and only "
+                                             f"linalg ops directly in the kernel's block are analysed")
+                accesses.append((where, user, use.operand_number, param == out))
+        accesses.sort(key=lambda a: a[0])
+        writes = [a for a in accesses
+                  if a[3] and a[2] >= ins_outs(a[1])[0]]
+        for where, user, number, is_out in accesses:
+            if not is_out and number >= ins_outs(user)[0]:
+                return BodyProblem(user, f"{user.name} writes an input parameter of "
+                                         f"@{self.name} (its operand #{number})")
+        if not writes:
+            return BodyProblem(kernel, f"@{self.name} never writes output parameter #{out}")
+        first = writes[0][0]
+        writer = writes[0][1]
+        n_ins = ins_outs(writer)[0]
+        for where, user, number, is_out in accesses:
+            if is_out and where < first:
+                return BodyProblem(user, f"{user.name} reads output parameter #{out} of "
+                                         f"@{self.name} before it is written")
+            if not is_out and where > first:
+                return BodyProblem(user, f"{user.name} reads an input parameter of @{self.name} "
+                                         f"(its operand #{number}) after {writer.name} wrote output "
+                                         f"parameter #{out} in its storage")
+        if not is_elementwise_linalg(writer):
+            return BodyProblem(writer, f"{writer.name} writes output parameter #{out} of "
+                                       f"@{self.name} and is not element-wise (a reduction or a "
+                                       f"non-parallel loop)")
+        flags = identity_operands(writer)
+        for where, user, number, is_out in accesses:
+            if where != first:
+                continue
+            if not flags[number]:
+                return BodyProblem(writer, f"{writer.name} accesses operand #{number} with a "
+                                           f"non-identity indexing map (transposed, broadcast, "
+                                           f"reversed or constant index)")
+            if is_out and (number < n_ins or reads_output(writer, number)):
+                return BodyProblem(writer, f"{writer.name} reads the old contents of output "
+                                           f"parameter #{out} of @{self.name}")
+        return None
 
     def variant_indices_ok(self, indices: list[int]) -> bool:
         """Declarations: the named variant implements exactly the declared pairs."""
@@ -267,9 +378,24 @@ class KernelInfo:
             keep = [d for p, d in enumerate(dicts) if p not in {q for q, _ in drop}]
             clone.attributes["arg_attrs"] = ir.ArrayAttr.get(keep)
         clone.attributes["function_type"] = ir.TypeAttr.get(wanted)
-        if self.elementwise_attr or self._body_elementwise:
+        if self.variant_elementwise(indices):
             clone.attributes[ELEMENTWISE_ATTR] = ir.UnitAttr.get()
         return name, ""
+
+    def variant_elementwise(self, indices) -> bool:
+        """Does the in-place variant for ``indices`` keep the ``tdf.elementwise``
+        promise (what One-Shot Bufferize's ``bufferizesToElementwiseAccess``
+        relies on when the call passes one buffer as several operands)? Yes
+        when, for every in-place result ``j``, the body keeps the promise even
+        with *every* input parameter of the output's type in its storage."""
+        inputs = list(self.ftype.inputs)
+        for j, i in enumerate(indices):
+            if i < 0:
+                continue
+            group = tuple([i] + [k for k in range(self.n) if k != i and inputs[k] == inputs[self.n + j]])
+            if self.body_problem(group, j) is not None:
+                return False
+        return True
 
 
 # -- layout variants (concat parts computed into a slice) ---------------------

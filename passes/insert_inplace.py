@@ -105,6 +105,7 @@ from mlir import ir
 
 from ._ir import collect_ops
 from ._kernels import (KernelInfo, function_type, identity_operands, is_elementwise_linalg,
+                       reads_output,
                        layout_variant, lookup_symbol, strided_type)
 from .alias import AliasAnalysis
 from .liveness import Liveness, function_bodies, is_tensor, op_key
@@ -793,7 +794,7 @@ def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool)
 # -- calls and linalg ops -----------------------------------------------------
 
 class _Rewriter:
-    def __init__(self, func, module_op, ctx, size_match: bool):
+    def __init__(self, func, module_op, ctx, size_match: bool, warned=None):
         self.func = func.operation
         self.module_op = module_op
         self.ctx = ctx
@@ -802,6 +803,7 @@ class _Rewriter:
         self.rejections: list[Rejection] = []
         self.to_erase = []
         self.kernels: dict = {}
+        self.warned = warned if warned is not None else set()
 
     def stat(self, name, amount=1):
         if self.ctx is not None:
@@ -819,6 +821,19 @@ class _Rewriter:
         for op in self.to_erase:
             op.erase()
         return rewrites
+
+    def warn_contradiction(self, kernel, params, j) -> None:
+        """Warns (once per kernel and pair) when ``tdf.elementwise`` or
+        ``tdf.inplace_ok`` promises a pair that the kernel's body breaks."""
+        problem = kernel.contradiction(params, j)
+        key = (kernel.name, params, j)
+        if problem is None or key in self.warned or self.ctx is None:
+            return
+        self.warned.add(key)
+        attr = "tdf.inplace_ok" if (params[0], j) in kernel.declared_pairs else "tdf.elementwise"
+        self.ctx.warning(problem.op, f"@{kernel.name} is marked {attr} but its body does not "
+                                     f"keep the promise for operand #{params[0]} and result "
+                                     f"#{j}: {problem.message}; not computed in place")
 
     def reject(self, rejection: Rejection) -> None:
         self.rejections.append(rejection)
@@ -850,16 +865,18 @@ class _Rewriter:
                         f"operand #{i} (", value, f") has type {value.type}, "
                         f"result #{j} needs {result.type}"]))
                     continue
-                if not kernel.safe(i, j):
+                if any(operands[t] == value for t in taken):
+                    continue  # that buffer already holds another result
+                same = tuple([i] + [k for k, other in enumerate(operands)
+                                    if k != i and other == value])
+                if not kernel.safe(same, j):
+                    self.warn_contradiction(kernel, same, j)
+                    problem = None if kernel.is_declaration else kernel.body_problem(same, j)
+                    detail = (f": {problem.message}" if problem is not None
+                              else " (mark it tdf.elementwise or tdf.inplace_ok)")
                     pending.setdefault(i, Rejection("kernel", op, op.location, i, [
                         f"@{kernel.name} is not known to be element-wise on operand #{i} "
-                        f"and result #{j} (mark it tdf.elementwise or tdf.inplace_ok)"]))
-                    continue
-                repeated = [k for k, other in enumerate(operands) if k != i and other == value]
-                if any(not kernel.reads_same(k, j) for k in repeated):
-                    pending.setdefault(i, Rejection("kernel", op, op.location, i, [
-                        f"operand #{i} (", value, f") is also operand #{repeated[0]}, which "
-                        f"@{kernel.name} does not read element-wise"]))
+                        f"and result #{j}{detail}"]))
                     continue
                 why = self.analysis.check(op, i, result.type)
                 if why is not None:
@@ -917,8 +934,8 @@ class _Rewriter:
             init = operands[init_index]
             if isinstance(init.owner, ir.Block) or init.owner.operation.name != "tensor.empty":
                 continue
-            if not identity[init_index]:
-                continue
+            if not identity[init_index] or reads_output(op, init_index):
+                continue  # the payload reads the (undefined) init: leave it alone
             pending = []
             chosen = None
             for i in range(first_init):
@@ -1017,12 +1034,13 @@ def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassCont
     ``module_op`` (the reusable entry point, e.g. for ``tdf.compile``);
     returns the number of ops rewritten."""
     total = 0
+    warned: set = set()
     for func in function_bodies(module_op):
         parent = func.parent.operation
         concat_rejections: list[Rejection] = []
         rewrite_concats(func, ctx, parent, concat_rejections)
         rewrite_insert_slices(func, ctx, parent, concat_rejections)
-        rewriter = _Rewriter(func, parent, ctx, size_match)
+        rewriter = _Rewriter(func, parent, ctx, size_match, warned)
         total += rewriter.run()
         if remarks and ctx is not None:
             for location, message in format_rejections(
