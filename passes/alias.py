@@ -248,7 +248,11 @@ class AliasAnalysis:
         if name in VIEW_OPS:
             self.union(op.results[0], op.operands[0])
         elif name in DEST_OPERAND:
-            self.union(op.results[0], op.operands[DEST_OPERAND[name]])
+            # tensor.parallel_insert_slice has no result: it writes into a
+            # shared_outs block argument of the enclosing scf.forall, which
+            # already aliases the loop's init and result (see _loop).
+            if len(op.results):
+                self.union(op.results[0], op.operands[DEST_OPERAND[name]])
         elif name == "tdf.assume_unaliased":
             self.assumed[op.results[0]] = op.operands[0]
         elif name == "tdf.call_inplace":

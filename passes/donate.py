@@ -69,20 +69,22 @@ def _is_update_use(use) -> bool:
     return False
 
 
-def _updated(value, seen=None) -> bool:
-    """True when ``value`` or a view of it is the destination of an update."""
-    seen = seen if seen is not None else set()
-    for use in value.uses:
-        if _is_update_use(use):
-            return True
-        owner = use.owner
-        if owner.name in _VIEW_OPS and use.operand_number == 0:
-            result = owner.results[0]
-            key = id(result)
-            if key not in seen:
-                seen.add(key)
-                if _updated(result, seen):
-                    return True
+def _updated(value) -> bool:
+    """True when ``value`` or a view of it (transitively) is the destination
+    of an update. A worklist, so a long chain of views cannot exhaust
+    Python's recursion limit."""
+    work, seen = [value], set()
+    while work:
+        current = work.pop()
+        for use in current.uses:
+            if _is_update_use(use):
+                return True
+            owner = use.owner
+            if owner.name in _VIEW_OPS and use.operand_number == 0 and len(owner.results):
+                result = owner.results[0]
+                if result not in seen:
+                    seen.add(result)
+                    work.append(result)
     return False
 
 

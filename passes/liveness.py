@@ -130,38 +130,53 @@ class Liveness:
 
     # -- numbering --------------------------------------------------------
     def _number(self) -> None:
-        """One walk: pre/end numbers, innermost loop, CFG block range."""
+        """One walk: pre/end numbers, innermost loop, CFG block range.
+
+        An explicit worklist, not recursion: region nesting depth is bounded
+        only by the parser's limit (tdf.limits), far above Python's."""
         info = self.info
-        counter = [0]
+        counter = 0
         func_record = info[op_key(self.func)] = _OpInfo(0, 0, None, None)
         ops = self.ops
+        # Tasks, last first: ("op", op, loop, cfg), ("block", block, loop,
+        # cfg, multi), ("end", record) and ("block-end", block_cfg).
+        stack = []
 
-        def visit_op(op, loop, cfg):
-            counter[0] += 1
-            record = _OpInfo(counter[0], counter[0], loop, cfg)
-            info[op_key(op)] = record
-            ops.append(op)
-            regions = op.regions
-            if len(regions):
-                inner_loop = loop if op.name in NON_LOOP_OPS else op
-                for region in regions:
-                    visit_region(region, inner_loop, cfg)
-                record.end = counter[0]
+        def push_regions(regions, loop, cfg):
+            for region in reversed(list(regions)):
+                blocks = list(region.blocks)
+                multi = len(blocks) > 1
+                for block in reversed(blocks):
+                    stack.append(("block", block, loop, cfg, multi))
 
-        def visit_region(region, loop, cfg):
-            blocks = list(region.blocks)
-            multi = len(blocks) > 1
-            for block in blocks:
-                block_cfg = [counter[0] + 1, None, block] if multi else cfg
-                for child in block.operations:
-                    visit_op(child.operation, loop, block_cfg)
+        push_regions(self.func.regions, None, None)
+        while stack:
+            task = stack.pop()
+            kind = task[0]
+            if kind == "op":
+                _, op, loop, cfg = task
+                counter += 1
+                record = _OpInfo(counter, counter, loop, cfg)
+                info[op_key(op)] = record
+                ops.append(op)
+                regions = op.regions
+                if len(regions):
+                    stack.append(("end", record))
+                    inner_loop = loop if op.name in NON_LOOP_OPS else op
+                    push_regions(regions, inner_loop, cfg)
+            elif kind == "block":
+                _, block, loop, cfg, multi = task
+                block_cfg = [counter + 1, None, block] if multi else cfg
                 if multi:
-                    block_cfg[1] = counter[0]
-
-        # Recursion depth is the region nesting depth, not the op count.
-        for region in self.func.regions:
-            visit_region(region, None, None)
-        func_record.end = counter[0]
+                    stack.append(("block-end", block_cfg))
+                children = [child.operation for child in block.operations]
+                for child in reversed(children):
+                    stack.append(("op", child, loop, block_cfg))
+            elif kind == "end":
+                task[1].end = counter
+            else:  # block-end
+                task[1][1] = counter
+        func_record.end = counter
 
     # -- positions --------------------------------------------------------
     def record(self, op) -> _OpInfo:

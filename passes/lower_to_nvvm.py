@@ -141,7 +141,7 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
     """The pipeline as ``[(stage, pass list)]`` up to ``stop-at``; validates
     ``options`` (a full option dict, see the module docstring)."""
     validate_options(options)
-    donate = "tdf-donate" + (", tdf-insert-inplace" if options["inplace"] else "")
+    donate = "tdf-check-sizes, tdf-donate" + (", tdf-insert-inplace" if options["inplace"] else "")
     if options["strict"]:
         donate += ", tdf-verify-inplace{strict=true}"
     stages = [

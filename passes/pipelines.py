@@ -435,7 +435,8 @@ def _flag(value: bool) -> str:
 def bufferize_pipeline(options: dict) -> str:
     """Expands to the bufferization pass list (see the module docstring)."""
     one_shot = ONE_SHOT_COPY_BEFORE_WRITE if options["copy-before-write"] else ONE_SHOT
-    passes = ["tdf-donate", one_shot, "canonicalize", "cse", "tdf-drop-donated-results"]
+    passes = ["tdf-check-sizes", "tdf-donate", one_shot, "canonicalize", "cse",
+              "tdf-drop-donated-results"]
     if options["dealloc"]:
         passes += [
             "tdf-unown-opaque-results{phase=snapshot}",
@@ -501,7 +502,7 @@ def lower_to_llvm(count_allocations: bool = False) -> list[str]:
 def lower_to_cpu_pipeline(options: dict) -> str:
     """Expands to the CPU lowering pass list (see the module docstring)."""
     copy_before_write = options["copy-before-write"]
-    passes = []
+    passes = ["tdf-check-sizes"]  # before tdf-insert-inplace too
     if options["inplace"] and not copy_before_write:
         passes.append("tdf-insert-inplace")
     if options["strict"]:

@@ -509,6 +509,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
                                f"parameters to compile")
 
         before = _inplace_calls(module)
+        # Static sizes that overflow int64 abort bufferization: refuse them first.
+        run_pipeline(module, "builtin.module(tdf-check-sizes)", filename=filename)
         if inplace:
             run_pipeline(module, "builtin.module(tdf-insert-inplace)", filename=filename)
         calls_inplace = _inplace_calls(module) - before

@@ -6,6 +6,7 @@ from mlir import ir
 
 from .context import Context
 from .errors import DiagnosticRecord, ParseError
+from .limits import InputError, check_nesting, check_utf8
 
 __all__ = ["parse"]
 
@@ -14,10 +15,25 @@ def parse(text: str, ctx: ir.Context | None = None, filename: str = "<input>") -
     """Parses ``text`` into an ``mlir.ir.Module`` and verifies it.
 
     Raises :class:`tdf.ParseError` whose message lists every diagnostic as
-    ``filename:line:col: error: ...``.
+    ``filename:line:col: error: ...``; also for text that is not valid UTF-8
+    (a lone surrogate) and for input nested deeper than
+    :data:`tdf.limits.MAX_NESTING_DEPTH` levels (refused before MLIR's
+    parser, which would overflow the stack). ``TypeError`` for arguments of
+    the wrong type.
     """
     if not isinstance(text, str):
         raise TypeError(f"tdf.parse expects the IR as str, got {type(text).__name__}")
+    if ctx is not None and not isinstance(ctx, ir.Context):
+        raise TypeError(f"tdf.parse expects ctx to be an mlir.ir.Context (tdf.Context()) or None, "
+                        f"got {type(ctx).__name__}")
+    if not isinstance(filename, str):
+        raise TypeError(f"tdf.parse expects filename as str, got {type(filename).__name__}")
+    try:
+        check_utf8(text, filename)
+        check_nesting(text, filename)
+    except InputError as err:
+        record = DiagnosticRecord("error", f"{err.filename}:{err.line}:{err.column}", err.detail)
+        raise ParseError(f"cannot parse {filename}", [record]) from None
     if ctx is None:
         ctx = Context()
     try:

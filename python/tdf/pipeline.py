@@ -5,6 +5,7 @@ from __future__ import annotations
 from mlir import ir, passmanager
 
 from .errors import DiagnosticRecord, PipelineError
+from .limits import InputError, check_nesting, check_utf8
 
 __all__ = ["run_pipeline", "capture_diagnostics"]
 
@@ -45,14 +46,36 @@ def run_pipeline(module, pipeline: str, filename: str | None = None,
     on ``module`` (an ``ir.Module`` or ``ir.Operation``), in place.
 
     Raises :class:`tdf.PipelineError` when the pipeline does not parse (unknown
-    pass, bad option) or a pass fails; the error lists the diagnostics as
-    ``file:line:col: error: ...``. Warnings and remarks emitted by passes that
+    pass, bad option, not valid UTF-8, nested too deep) or a pass fails; the
+    error lists the diagnostics as ``file:line:col: error: ...``. Raises
+    ``TypeError`` for an argument of the wrong type. Warnings and remarks emitted by passes that
     succeed are appended to ``diagnostics`` when a list is given.
     """
-    op = module.operation if isinstance(module, ir.Module) else module
-    ctx = op.context
-    if not isinstance(pipeline, str) or not pipeline.strip():
+    if isinstance(module, ir.Module):
+        op = module.operation
+    elif isinstance(module, (ir.Operation, ir.OpView)):
+        op = module.operation
+    else:
+        hint = " (parse the text with tdf.parse first)" if isinstance(module, str) else ""
+        raise TypeError(f"tdf.run_pipeline expects an mlir.ir.Module or Operation, "
+                        f"got {type(module).__name__}{hint}")
+    if not isinstance(pipeline, str):
+        raise TypeError(f"tdf.run_pipeline expects the pipeline as str, "
+                        f"got {type(pipeline).__name__}")
+    if filename is not None and not isinstance(filename, str):
+        raise TypeError(f"tdf.run_pipeline expects filename as str or None, "
+                        f"got {type(filename).__name__}")
+    if diagnostics is not None and not isinstance(diagnostics, list):
+        raise TypeError(f"tdf.run_pipeline expects diagnostics to be a list (diagnostics are "
+                        f"appended to it) or None, got {type(diagnostics).__name__}")
+    if not pipeline.strip():
         raise PipelineError(f"expected a textual pass pipeline, got {pipeline!r}")
+    try:
+        check_utf8(pipeline, "<pipeline>")
+        check_nesting(pipeline, "<pipeline>")
+    except InputError as err:
+        raise PipelineError(f"invalid pass pipeline: {err}") from None
+    ctx = op.context
     with capture_diagnostics(ctx, filename) as captured:
         try:
             pm = passmanager.PassManager.parse(pipeline, context=ctx)

@@ -1,0 +1,253 @@
+"""Input limits checked in Python before MLIR sees the input.
+
+MLIR's parser, printer and bufferization abort or overflow the process stack
+on some inputs that are syntactically fine; tdf refuses them first with a
+located error:
+
+* **nesting depth** (:data:`MAX_NESTING_DEPTH`): the deepest nesting of
+  brackets ``( [ { <`` in the text (regions, attribute arrays, types) outside
+  string literals and comments. MLIR's recursive-descent parser uses a stack
+  frame per level and crashed (SIGSEGV) at 5,000 nested regions and at a
+  20,000-deep array attribute on an 8 MiB stack; 3,000 nested regions still
+  parsed. Real programs nest a few dozen levels; 1,000 nested ``scf.if`` are
+  accepted and go through every tdf pipeline.
+* **static sizes** (:func:`static_size_errors`): a shaped type with a static
+  shape whose size in bits does not fit in int64 (e.g.
+  ``tensor<4611686018427387904x4xf32>``) makes bufferization abort
+  (``integer overflow in size computation``). Every type the IR holds is
+  checked: function signatures, block arguments, op operands and results, and
+  types inside attributes (``TypeAttr``, arrays, dictionaries).
+"""
+
+from __future__ import annotations
+
+import re
+
+from mlir import ir
+
+__all__ = [
+    "MAX_NESTING_DEPTH",
+    "MAX_STATIC_BITS",
+    "InputError",
+    "NestingError",
+    "EncodingError",
+    "check_nesting",
+    "nesting_violation",
+    "check_utf8",
+    "static_size_errors",
+]
+
+#: Deepest bracket nesting accepted in textual IR.
+MAX_NESTING_DEPTH = 2048
+#: Largest static size, in bits, of a tensor or memref type.
+MAX_STATIC_BITS = 2**63 - 1
+
+_OPEN = "([{<"
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|->|>=|[\[\](){}<>]')
+
+
+class InputError(ValueError):
+    """Raised by :func:`check_nesting` and :func:`check_utf8`: the message is
+    ``file:line:col: error: detail``; ``filename``, ``line``, ``column``
+    (1-based) and ``detail`` are kept separately."""
+
+    def __init__(self, filename: str, line: int, column: int, detail: str):
+        super().__init__(f"{filename}:{line}:{column}: error: {detail}")
+        self.filename = filename
+        self.line = line
+        self.column = column
+        self.detail = detail
+
+
+class NestingError(InputError):
+    """Input nested deeper than the limit."""
+
+
+class EncodingError(InputError, UnicodeError):
+    """Text that is not valid UTF-8 (a lone surrogate)."""
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    return line, offset - start + 1
+
+
+def nesting_violation(text: str, limit: int = MAX_NESTING_DEPTH):
+    """``(line, column, depth)`` of the first bracket that nests deeper than
+    ``limit`` in ``text``, or None. String literals, ``//`` comments, ``->``
+    and ``>=`` are skipped; a closing bracket never takes the depth below 0.
+    Linear in the text; texts with fewer opening brackets than ``limit`` are
+    accepted without scanning."""
+    if sum(text.count(c) for c in _OPEN) <= limit:
+        return None
+    depth = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first in _OPEN and len(token) == 1:
+            depth += 1
+            if depth > limit:
+                line, column = _line_col(text, match.start())
+                return line, column, depth
+        elif first in ")]}>" and len(token) == 1:
+            if depth:
+                depth -= 1
+    return None
+
+
+def check_nesting(text: str, filename: str = "<input>", limit: int = MAX_NESTING_DEPTH) -> None:
+    """Raises :class:`NestingError` (``file:line:col: error: ...``) when
+    ``text`` nests brackets deeper than ``limit``."""
+    found = nesting_violation(text, limit)
+    if found is None:
+        return
+    line, column, _ = found
+    raise NestingError(
+        filename, line, column,
+        f"input nests brackets, braces, parentheses or angle brackets (regions, attributes, "
+        f"types) more than {limit} levels deep; tdf refuses it before parsing (MLIR's parser "
+        f"would overflow the stack)")
+
+
+def check_utf8(text: str, filename: str = "<input>") -> None:
+    """Raises :class:`EncodingError` (a ``UnicodeError``) with
+    ``file:line:col`` when ``text`` cannot be encoded as UTF-8 (a lone
+    surrogate such as ``'\\ud800'``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        line, column = _line_col(text, err.start)
+        raise EncodingError(
+            filename, line, column,
+            f"the text is not valid UTF-8 (character {text[err.start]!r} at offset "
+            f"{err.start} cannot be encoded: {err.reason})") from None
+
+
+# --------------------------------------------------------------- sizes
+
+def _element_bits(element) -> int | None:
+    """Storage bits of one element (at least 8: MLIR stores sub-byte types
+    in bytes), or None when unknown (index, opaque element types)."""
+    if isinstance(element, ir.ComplexType):
+        inner = _element_bits(ir.ComplexType(element).element_type)
+        return None if inner is None else 2 * inner
+    if isinstance(element, ir.IndexType):
+        return 64
+    if isinstance(element, ir.ShapedType):  # vector element of a memref
+        return _shaped_bits(element)
+    width = getattr(element, "width", None)
+    if isinstance(width, int) and width > 0:
+        return max(8, width)
+    return None
+
+
+def _shaped_bits(t) -> int | None:
+    shaped = ir.ShapedType(t)
+    if not shaped.has_rank:
+        return None
+    count = 1
+    for extent in shaped.shape:
+        if extent < 0:  # dynamic
+            return None
+        count *= extent
+    bits = _element_bits(shaped.element_type)
+    return count * (bits if bits is not None else 8)
+
+
+def _too_large(t) -> int | None:
+    """Total bits of shaped type ``t`` when they overflow int64, else None."""
+    if isinstance(t, (ir.RankedTensorType, ir.MemRefType, ir.VectorType)):
+        bits = _shaped_bits(t)
+        if bits is not None and bits > MAX_STATIC_BITS:
+            return bits
+    return None
+
+
+def _types_in_type(t):
+    """``t`` and the types nested in it (function, tuple, shaped elements)."""
+    stack, seen = [t], []
+    while stack:
+        current = stack.pop()
+        seen.append(current)
+        if isinstance(current, ir.FunctionType):
+            ft = ir.FunctionType(current)
+            stack.extend(ft.inputs)
+            stack.extend(ft.results)
+        elif isinstance(current, ir.TupleType):
+            tt = ir.TupleType(current)
+            stack.extend(tt.get_type(i) for i in range(tt.num_types))
+        elif isinstance(current, ir.ShapedType) and ir.ShapedType(current).has_rank:
+            stack.append(ir.ShapedType(current).element_type)
+    return seen
+
+
+def _types_in_attr(attr):
+    """Types held (transitively) by ``attr``."""
+    stack, found = [attr], []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ir.TypeAttr):
+            found.append(ir.TypeAttr(current).value)
+        elif isinstance(current, ir.ArrayAttr):
+            stack.extend(ir.ArrayAttr(current))
+        elif isinstance(current, ir.DictAttr):
+            stack.extend(named.attr for named in ir.DictAttr(current))
+        elif isinstance(current, (ir.DenseElementsAttr, ir.DenseResourceElementsAttr)):
+            found.append(current.type)
+    return found
+
+
+def static_size_errors(root) -> list[tuple[object, str]]:
+    """``[(location, message)]`` for every type at or under ``root`` (an
+    ``ir.Operation``/``ir.Module``/op view) whose static size in bits
+    overflows int64, at the op that defines the value (result, region
+    argument) or holds the attribute. Operands need no check: each is some
+    op's result or a block argument. Linear in the IR; each distinct type is
+    examined once."""
+    found = []
+    verdicts: dict = {}  # type -> (inner type, bits) or None
+
+    def oversized(t):
+        try:
+            return verdicts[t]
+        except KeyError:
+            pass
+        verdict = None
+        for inner in _types_in_type(t):
+            bits = _too_large(inner)
+            if bits is not None:
+                verdict = (inner, bits)
+                break
+        verdicts[t] = verdict
+        return verdict
+
+    def check(op, types, what):
+        for t in types:
+            verdict = oversized(t)
+            if verdict is not None:
+                inner, bits = verdict
+                found.append((op.location,
+                              f"{what} has type {inner} whose static size ({bits} bits) "
+                              f"overflows int64; tdf cannot allocate or address it"))
+                return
+
+    def visit(op):
+        check(op, [r.type for r in op.results], f"result of '{op.name}'")
+        for region in op.regions:
+            for block in region.blocks:
+                check(op, [a.type for a in block.arguments],
+                      f"block argument in a region of '{op.name}'")
+        attributes = op.attributes
+        for index in range(len(attributes)):
+            named = attributes[index]
+            attr = named.attr
+            if isinstance(attr, (ir.TypeAttr, ir.ArrayAttr, ir.DictAttr, ir.DenseElementsAttr,
+                                 ir.DenseResourceElementsAttr)):
+                what = (f"the signature of '{op.name}'" if named.name == "function_type"
+                        else f"attribute '{named.name}' of '{op.name}'")
+                check(op, _types_in_attr(attr), what)
+        return ir.WalkResult.ADVANCE
+
+    root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
