@@ -1,0 +1,281 @@
+"""``tdf.jax.jit`` and its ``Lowered`` stage: tracing, argument/result
+conversion, the per-signature cache and ``strict`` checking.
+
+A call traces ``fun`` with ``jax.make_jaxpr`` (once per input signature:
+tree structure, shapes, dtypes, Python-scalar-ness and static arguments),
+translates the jaxpr into a ``func.func @main`` (see :mod:`._builder`),
+compiles it with :func:`tdf.compile` and runs it on the flattened numpy
+leaves. Donated leaves carry ``{tdf.donate}``; a donated numpy array of the
+traced dtype that is writeable and C-contiguous is updated in place and a
+result that is the updated argument is that very array.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import func
+
+from ..errors import TDFError
+from ._builder import Translator, tensor_type
+
+__all__ = ["jit", "JitFunction", "Lowered", "StrictInplaceError"]
+
+_UPDATE_OPS = ("tensor.insert_slice", "tensor.insert", "tensor.parallel_insert_slice")
+
+
+class StrictInplaceError(TDFError):
+    """``strict=True`` and an update (``.at[]``, ``dynamic_update_slice``,
+    scatter) would copy its operand instead of running in place."""
+
+
+def _normalize_argnums(value, name):
+    if value is None:
+        return ()
+    if isinstance(value, int):
+        value = (value,)
+    try:
+        out = tuple(int(v) for v in value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int or a sequence of ints, got {value!r}") from None
+    return out
+
+
+class _Signature:
+    """Everything derived from one trace: the jaxpr, trees, avals, donation
+    per leaf and how each output is produced."""
+
+    def __init__(self, closed, in_tree, out_tree, out_avals, donated, static_args):
+        self.closed = closed
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.out_avals = out_avals
+        self.donated = donated
+        self.static_args = static_args
+        jaxpr = closed.jaxpr
+        self.in_avals = [v.aval for v in jaxpr.invars]
+        self.consts = [np.asarray(c) for c in closed.consts]
+        # Each output is ("result", k) of the compiled function, ("arg", i)
+        # of the flattened inputs, ("const", i) of the closed jaxpr's consts
+        # or ("literal", value).
+        from jax.extend import core as jcore
+        positions = {v: i for i, v in enumerate(jaxpr.invars)}
+        const_positions = {v: i for i, v in enumerate(jaxpr.constvars)}
+        self.outputs, self.results = [], []
+        seen = {}
+        for atom in jaxpr.outvars:
+            if isinstance(atom, jcore.Literal):
+                self.outputs.append(("literal", np.asarray(atom.val, dtype=atom.aval.dtype)))
+            elif atom in positions:
+                self.outputs.append(("arg", positions[atom]))
+            elif atom in const_positions:
+                self.outputs.append(("const", const_positions[atom]))
+            elif atom in seen:
+                self.outputs.append(("dup", seen[atom]))
+            else:
+                seen[atom] = len(self.results)
+                self.outputs.append(("result", len(self.results)))
+                self.results.append(atom)
+
+
+class Lowered:
+    """The imported program of one input signature: :meth:`as_text` is the
+    MLIR, :meth:`compile` the :class:`tdf.compiler.Program`."""
+
+    def __init__(self, signature: _Signature, module: ir.Module, context, name: str):
+        self._signature = signature
+        self._module = module
+        self._context = context
+        self.name = name
+        self._compiled = {}
+
+    def as_text(self, debug_info: bool = False) -> str:
+        """The imported MLIR (``func.func @main``; ``debug_info`` adds the
+        user source locations of every op)."""
+        return self._module.operation.get_asm(enable_debug_info=debug_info)
+
+    def compile(self, strict: bool = False, **options):
+        """Compiles with :func:`tdf.compile` (``options`` are passed on);
+        ``strict=True`` raises :class:`StrictInplaceError` when an update
+        (``.at[]``, ``dynamic_update_slice``, scatter) would copy its
+        operand, naming the user's source line."""
+        key = (bool(strict), tuple(sorted(options.items())))
+        program = self._compiled.get(key)
+        if program is None:
+            from ..compiler import compile as tdf_compile
+            program = tdf_compile(self.as_text(debug_info=True), filename=self.name, **options)
+            if strict:
+                _check_strict(program)
+            self._compiled[key] = program
+        return program
+
+
+def _check_strict(program):
+    report = program.report()
+    bad = [d for d in report.decisions if not d.inplace and d.op in _UPDATE_OPS]
+    if bad:
+        lines = "\n".join(f"  {d.location}: {d.op} copies its destination ({d.reason})"
+                          for d in bad)
+        raise StrictInplaceError(f"strict=True: {len(bad)} update(s) would run out of place "
+                                 f"(donate the argument or drop other uses of the updated "
+                                 f"value):\n{lines}")
+
+
+def _build_module(sig: _Signature, name: str):
+    from ..context import Context
+    ctx = Context()
+    with ctx, ir.Location.unknown(ctx):
+        module = ir.Module.create()
+        tr = Translator(name)
+        arg_types = [tensor_type(a, "argument: ") for a in sig.in_avals]
+        const_types = [tensor_type(v.aval, "constant: ") for v in sig.closed.jaxpr.constvars]
+        result_types = [tensor_type(v.aval, "result: ") for v in sig.results]
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("main", ir.FunctionType.get(arg_types + const_types, result_types))
+            attrs = []
+            for donated in list(sig.donated) + [False] * len(const_types):
+                attrs.append(ir.DictAttr.get({"tdf.donate": ir.UnitAttr.get()} if donated else {}))
+            fn.arg_attrs = ir.ArrayAttr.get(attrs)
+            block = fn.add_entry_block()
+            with ir.InsertionPoint(block):
+                n = len(arg_types)
+                args = list(block.arguments)
+                jaxpr = sig.closed.jaxpr
+                env_outs = tr.inline(jaxpr.replace(outvars=list(sig.results)), args[:n],
+                                     consts=args[n:])
+                func.ReturnOp(env_outs)
+        if not module.operation.verify():  # pragma: no cover - raises instead
+            raise TDFError("internal error: the imported module does not verify")
+    return module, ctx
+
+
+class JitFunction:
+    """What :func:`jit` returns: call it like ``fun``; :meth:`lower` gives
+    the imported program of one signature."""
+
+    def __init__(self, fun, donate_argnums=(), static_argnums=()):
+        if not callable(fun):
+            raise TypeError(f"tdf.jax.jit expects a callable, got {type(fun).__name__}")
+        self.fun = fun
+        self.donate_argnums = _normalize_argnums(donate_argnums, "donate_argnums")
+        self.static_argnums = _normalize_argnums(static_argnums, "static_argnums")
+        overlap = set(self.donate_argnums) & set(self.static_argnums)
+        if overlap:
+            raise ValueError(f"argument(s) {sorted(overlap)} cannot be both static and donated")
+        self._cache = {}
+        self._lock = threading.Lock()
+        self.__name__ = getattr(fun, "__name__", "fun")
+        self.__doc__ = getattr(fun, "__doc__", None)
+        self.__wrapped__ = fun
+
+    # -- signatures ---------------------------------------------------------
+
+    def _split(self, args):
+        n = len(args)
+        for k in self.static_argnums + self.donate_argnums:
+            if not -n <= k < n:
+                raise ValueError(f"{self.__name__}: argnum {k} out of range for {n} argument(s)")
+        static = {k % n for k in self.static_argnums}
+        donate = {k % n for k in self.donate_argnums}
+        return static, donate
+
+    def _key(self, args):
+        import jax
+        static, donate = self._split(args)
+        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        leaves, tree = jax.tree_util.tree_flatten(dynamic)
+        leaf_keys = []
+        for leaf in leaves:
+            if isinstance(leaf, (bool, int, float, complex)):
+                leaf_keys.append(("py", type(leaf)))
+            else:
+                leaf_keys.append((np.shape(leaf), str(getattr(leaf, "dtype", None) or np.asarray(leaf).dtype)))
+        statics = []
+        for i in sorted(static):
+            try:
+                hash(args[i])
+            except TypeError:
+                raise TypeError(f"{self.__name__}: static argument #{i} must be hashable, "
+                                f"got {type(args[i]).__name__}") from None
+            statics.append((i, args[i]))
+        return (len(args), tree, tuple(leaf_keys), tuple(statics), tuple(sorted(donate))), leaves
+
+    def _signature(self, args):
+        import jax
+        static, donate = self._split(args)
+        closed, out_shape = jax.make_jaxpr(self.fun, static_argnums=tuple(sorted(static)),
+                                           return_shape=True)(*args)
+        dynamic = [(i, a) for i, a in enumerate(args) if i not in static]
+        donated = []
+        for i, a in dynamic:
+            donated += [i in donate] * len(jax.tree_util.tree_leaves(a))
+        out_leaves, out_tree = jax.tree_util.tree_flatten(out_shape)
+        in_tree = jax.tree_util.tree_structure(tuple(a for _, a in dynamic))
+        return _Signature(closed, in_tree, out_tree, out_leaves, donated, static)
+
+    def lower(self, *args) -> Lowered:
+        """The :class:`Lowered` program for these arguments' signature."""
+        key, _ = self._key(args)
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is None:
+                sig = self._signature(args)
+                name = f"<tdf.jax.jit:{self.__name__}>"
+                module, ctx = _build_module(sig, name)
+                entry = Lowered(sig, module, ctx, name)
+                self._cache[key] = entry
+        return entry
+
+    # -- calls --------------------------------------------------------------
+
+    def __call__(self, *args):
+        import jax
+        lowered = self.lower(*args)
+        sig = lowered._signature
+        program = lowered.compile()
+        _, leaves = self._key(args)
+        arrays = []
+        for i, (leaf, aval, donated) in enumerate(zip(leaves, sig.in_avals, sig.donated)):
+            dtype = np.dtype(aval.dtype)
+            if donated and isinstance(leaf, np.ndarray) and leaf.dtype == dtype \
+                    and leaf.flags.c_contiguous and leaf.flags.writeable:
+                array = leaf
+            elif donated:
+                array = np.array(leaf, dtype=dtype, order="C")
+            else:
+                array = np.asarray(leaf, dtype=dtype, order="C")
+            if array.shape != tuple(aval.shape):
+                raise ValueError(f"{self.__name__}: input leaf #{i} has shape {array.shape}, "
+                                 f"traced with {tuple(aval.shape)}")
+            arrays.append(array)
+        raw = program.main(*arrays, *sig.consts)
+        if raw is None:
+            raw = ()
+        elif not isinstance(raw, tuple):
+            raw = (raw,)
+        outs = []
+        for kind, value in sig.outputs:
+            if kind == "result":
+                outs.append(raw[value])
+            elif kind == "dup":
+                outs.append(raw[value].copy())
+            elif kind == "arg":
+                outs.append(arrays[value] if sig.donated[value] else np.array(arrays[value]))
+            elif kind == "const":
+                outs.append(np.array(sig.consts[value]))
+            else:
+                outs.append(np.array(value))
+        outs = [np.asarray(o).reshape(tuple(a.shape)) for o, a in zip(outs, sig.out_avals)]
+        return jax.tree_util.tree_unflatten(sig.out_tree, outs)
+
+
+def jit(fun=None, *, donate_argnums=(), static_argnums=()):
+    """Compiles the JAX function ``fun`` with tdf (see the module docstring
+    of :mod:`tdf.jax`). Usable as ``tdf.jax.jit(fun, ...)`` or as a decorator
+    (``@tdf.jax.jit`` / ``@functools.partial(tdf.jax.jit, donate_argnums=0)``)."""
+    if fun is None:
+        return lambda f: JitFunction(f, donate_argnums, static_argnums)
+    return JitFunction(fun, donate_argnums, static_argnums)
+

@@ -1,0 +1,377 @@
+"""The jaxpr → MLIR translator's core: types, constants, source locations,
+the rule table and the helpers every rule family builds on.
+
+Every jaxpr value becomes a ranked tensor (rank 0 for scalars). Rules are
+registered per primitive name with :func:`rule` and receive the
+:class:`Translator`, the equation and its operand values; they return one
+MLIR value per output. IR is built with the MLIR Python bindings' op
+builders, never from text templates. Each op gets the location of the
+user's source line of its equation (``file:line:col`` from the jaxpr's
+source info), which is how ``report()`` and errors point at user code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, linalg, tensor
+
+from ..errors import TDFError
+
+__all__ = ["Translator", "UnsupportedPrimitiveError", "rule", "RULES", "element_type",
+           "tensor_type", "is_float", "is_signed_int", "is_bool"]
+
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+RULES: dict = {}
+
+
+class UnsupportedPrimitiveError(TDFError):
+    """A JAX primitive (or a form of one) the frontend cannot translate."""
+
+
+def rule(*names):
+    """Registers the decorated function as the translation of ``names``."""
+    def register(fn):
+        for name in names:
+            RULES[name] = fn
+        return fn
+    return register
+
+
+# ---------------------------------------------------------------- dtypes
+
+
+def _dtype(dtype) -> np.dtype:
+    return np.dtype(dtype)
+
+
+def is_float(dtype) -> bool:
+    d = _dtype(dtype)
+    return d.kind == "f" or d.name in ("bfloat16",)
+
+
+def is_bool(dtype) -> bool:
+    return _dtype(dtype) == np.bool_
+
+
+def is_signed_int(dtype) -> bool:
+    return _dtype(dtype).kind == "i"
+
+
+_INT_WIDTHS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
+def element_type(dtype, where: str = "") -> ir.Type:
+    """The MLIR element type of a numpy/JAX dtype (``TDFError`` if none)."""
+    name = _dtype(dtype).name
+    if name == "float32":
+        return ir.F32Type.get()
+    if name == "float64":
+        return ir.F64Type.get()
+    if name == "float16":
+        return ir.F16Type.get()
+    if name == "bfloat16":
+        return ir.BF16Type.get()
+    if name == "bool":
+        return ir.IntegerType.get_signless(1)
+    if name in _INT_WIDTHS:
+        return ir.IntegerType.get_signless(_INT_WIDTHS[name])
+    raise UnsupportedPrimitiveError(f"{where}unsupported dtype {name} (tdf.jax supports "
+                                    f"float16/bfloat16/float32/float64, int8-int64 and bool)")
+
+
+def tensor_type(aval, where: str = "") -> ir.RankedTensorType:
+    shape = tuple(int(s) for s in aval.shape)
+    return ir.RankedTensorType.get(shape, element_type(aval.dtype, where))
+
+
+def bits(dtype) -> int:
+    return _dtype(dtype).itemsize * 8
+
+
+# ---------------------------------------------------------------- source info
+
+
+def user_location(source_info):
+    """(file, line, column) of the user's frame of an equation, or None."""
+    try:
+        from jax._src import source_info_util
+        frame = source_info_util.user_frame(source_info.traceback)
+    except Exception:  # pragma: no cover - JAX internals changed
+        return None
+    if frame is None:
+        return None
+    return frame.file_name, frame.start_line, max(frame.start_column, 0) + 1
+
+
+def describe(source_info) -> str:
+    where = user_location(source_info)
+    return f"{where[0]}:{where[1]}:{where[2]}" if where else "<unknown location>"
+
+
+# ---------------------------------------------------------------- translator
+
+
+class Translator:
+    """Translates jaxprs equation by equation into the current insertion
+    point. ``env`` maps jaxpr variables to MLIR values; nested jaxprs (calls,
+    loop bodies, branches) are translated with :meth:`inline`."""
+
+    def __init__(self, filename: str = "<jax>"):
+        self.filename = filename
+        self.eqn = None
+
+    # -- errors and locations ---------------------------------------------
+
+    def where(self) -> str:
+        return describe(self.eqn.source_info) if self.eqn is not None else "<unknown location>"
+
+    def unsupported(self, what: str) -> UnsupportedPrimitiveError:
+        name = self.eqn.primitive.name if self.eqn is not None else "?"
+        return UnsupportedPrimitiveError(
+            f"{self.where()}: unsupported JAX primitive '{name}'"
+            + (f" ({what})" if what else "")
+            + " in tdf.jax.jit; supported primitives: see docs/Frontend.md")
+
+    def location(self, eqn) -> ir.Location:
+        where = user_location(eqn.source_info)
+        if where is None:
+            return ir.Location.name(eqn.primitive.name)
+        return ir.Location.file(where[0], where[1], where[2])
+
+    # -- jaxprs -----------------------------------------------------------
+
+    def inline(self, jaxpr, args, consts=()):
+        """Translates ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``) applied to
+        ``args`` at the current insertion point; returns its outputs."""
+        from jax.extend import core as jcore
+        if isinstance(jaxpr, jcore.ClosedJaxpr):
+            consts = [self.constant(np.asarray(c), v.aval) for c, v in
+                      zip(jaxpr.consts, jaxpr.jaxpr.constvars)]
+            jaxpr = jaxpr.jaxpr
+        env = {}
+        for var, value in zip(jaxpr.constvars, consts):
+            env[var] = value
+        if len(args) != len(jaxpr.invars):
+            raise TDFError(f"internal error: jaxpr takes {len(jaxpr.invars)} arguments, "
+                           f"got {len(args)}")
+        for var, value in zip(jaxpr.invars, args):
+            env[var] = value
+        outer = self.eqn
+        for eqn in jaxpr.eqns:
+            self.eqn = eqn
+            fn = RULES.get(eqn.primitive.name)
+            if fn is None:
+                raise self.unsupported("")
+            ins = [self._read(env, atom) for atom in eqn.invars]
+            with self.location(eqn):
+                outs = fn(self, eqn, ins)
+            if len(outs) != len(eqn.outvars):
+                raise TDFError(f"internal error: rule for {eqn.primitive.name} returned "
+                               f"{len(outs)} values for {len(eqn.outvars)} outputs")
+            for var, value in zip(eqn.outvars, outs):
+                if not isinstance(var, jcore.DropVar):
+                    env[var] = value
+        self.eqn = outer
+        return [self._read(env, atom) for atom in jaxpr.outvars]
+
+    def _read(self, env, atom):
+        from jax.extend import core as jcore
+        if isinstance(atom, jcore.Literal):
+            return self.constant(np.asarray(atom.val), atom.aval)
+        return env[atom]
+
+    # -- constants ----------------------------------------------------------
+
+    def scalar_attr(self, value, etype):
+        if isinstance(etype, (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)):
+            return ir.FloatAttr.get(etype, float(value))
+        width = ir.IntegerType(etype).width
+        value = int(value)
+        if width == 1:
+            value = 1 if value else 0
+        elif value >= (1 << (width - 1)):
+            value -= 1 << width
+        return ir.IntegerAttr.get(etype, value)
+
+    def const(self, value, etype):
+        """A scalar ``arith.constant`` of element type ``etype``."""
+        return arith.ConstantOp(etype, self.scalar_attr(value, etype)).result
+
+    def const_index(self, value: int):
+        return arith.ConstantOp(ir.IndexType.get(), ir.IntegerAttr.get(ir.IndexType.get(), int(value))).result
+
+    def constant(self, array, aval):
+        """A tensor constant holding ``array`` with ``aval``'s type."""
+        ttype = tensor_type(aval, self.where() + ": ")
+        array = np.asarray(array).astype(aval.dtype)
+        flat = array.reshape(-1)
+        if flat.size == 0 or np.all(flat == flat[0]) or (is_float(aval.dtype) and np.all(np.isnan(flat))):
+            first = flat[0] if flat.size else 0
+            attr = ir.DenseElementsAttr.get_splat(ttype, self.scalar_attr(first, ttype.element_type))
+        else:
+            if flat.size > 1 << 16:
+                raise self.unsupported(f"a constant of {flat.size} elements (pass it as an argument)")
+            if array.dtype.name in ("bfloat16", "float16"):
+                array = array.view(np.uint16)
+            attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=ttype)
+        return arith.ConstantOp(ttype, attr).result
+
+    # -- scalars and tensors ------------------------------------------------
+
+    def extract(self, value, indices=()):
+        """The scalar at ``indices`` (default: of a rank-0 tensor)."""
+        return tensor.ExtractOp(value, list(indices)).result
+
+    def from_scalar(self, scalar):
+        return tensor.FromElementsOp(ir.RankedTensorType.get((), scalar.type), [scalar]).result
+
+    def empty(self, shape, etype):
+        return tensor.EmptyOp(list(shape), etype).result
+
+    def fill(self, scalar, shape):
+        out = self.empty(shape, scalar.type)
+        return linalg.fill(scalar, outs=[out])
+
+    def index_of(self, scalar):
+        """An integer scalar as an ``index``."""
+        if isinstance(scalar.type, ir.IndexType):
+            return scalar
+        if ir.IntegerType(scalar.type).width == 1:
+            scalar = arith.ExtUIOp(ir.IntegerType.get_signless(8), scalar).result
+        return arith.IndexCastOp(ir.IndexType.get(), scalar).result
+
+    def clamp_index(self, scalar, low: int, high: int):
+        """``index`` value of integer ``scalar`` clamped to ``[low, high]``
+        (clamped before the cast so no wide value wraps)."""
+        etype = scalar.type
+        lo = self.const(low, etype)
+        hi = self.const(high, etype) if high < (1 << (ir.IntegerType(etype).width - 1)) else None
+        v = arith.MaxSIOp(scalar, lo).result
+        if hi is not None:
+            v = arith.MinSIOp(v, hi).result
+        return self.index_of(v)
+
+    # -- linalg.generic -----------------------------------------------------
+
+    def generic(self, inputs, input_maps, inits, init_maps, iterators, body, rank=None):
+        """A ``linalg.generic``: ``body(*block_args)`` builds the region
+        (block arguments: one scalar per input and init) and returns the
+        yielded scalars. Maps are lists of affine expressions (ints are
+        constants) over ``rank`` loop dimensions."""
+        if rank is None:
+            rank = len(iterators)
+        maps = [self._map(m, rank) for m in list(input_maps) + list(init_maps)]
+        iters = ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{it}>")
+                                  for it in iterators])
+        op = linalg.GenericOp([v.type for v in inits], list(inputs), list(inits),
+                              ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]), iters)
+        types = [ir.RankedTensorType(v.type).element_type for v in list(inputs) + list(inits)]
+        block = op.regions[0].blocks.append(*types)
+        with ir.InsertionPoint(block):
+            results = body(*block.arguments)
+            linalg.YieldOp(list(results))
+        return list(op.results)
+
+    @staticmethod
+    def _map(exprs, rank):
+        out = []
+        for e in exprs:
+            if isinstance(e, int):
+                out.append(ir.AffineConstantExpr.get(e))
+            else:
+                out.append(e)
+        return ir.AffineMap.get(rank, 0, out)
+
+    @staticmethod
+    def dims(rank):
+        return [ir.AffineDimExpr.get(i) for i in range(rank)]
+
+    def elementwise(self, out_aval, args, fn, out_etype=None):
+        """Applies the scalar function ``fn`` element-wise; rank-0 operands
+        and size-1 dimensions broadcast implicitly (as jaxprs allow)."""
+        shape = tuple(int(s) for s in out_aval.shape)
+        etype = out_etype or element_type(out_aval.dtype, self.where() + ": ")
+        if not shape:
+            return self.from_scalar(fn(*[self.extract(a) for a in args]))
+        rank = len(shape)
+        dims = self.dims(rank)
+        tensors, maps, slots = [], [], []
+        for a in args:
+            t = ir.RankedTensorType(a.type)
+            if t.rank == 0 and self._is_constant(a):
+                slots.append(("const", self.extract(a)))
+                continue
+            if t.rank == 0:
+                maps.append([])
+            elif tuple(t.shape) == shape:
+                maps.append(dims)
+            else:
+                maps.append([0 if (s == 1 and shape[i] != 1) else dims[i]
+                             for i, s in enumerate(t.shape)])
+            slots.append(("arg", len(tensors)))
+            tensors.append(a)
+        init = self.empty(shape, etype)
+
+        def body(*block_args):
+            scalars = [v if kind == "const" else block_args[v] for kind, v in slots]
+            return [fn(*scalars)]
+
+        return self.generic(tensors, maps, [init], [dims], ["parallel"] * rank, body)[0]
+
+    @staticmethod
+    def _is_constant(value) -> bool:
+        owner = value.owner
+        return not isinstance(owner, ir.Block) and owner.name == "arith.constant"
+
+    # -- shapes -------------------------------------------------------------
+
+    def reshape(self, value, shape):
+        """``value`` reshaped to ``shape`` (row-major), through
+        ``tensor.collapse_shape``/``expand_shape`` (views of ``value``)."""
+        t = ir.RankedTensorType(value.type)
+        shape = tuple(int(s) for s in shape)
+        if tuple(t.shape) == shape:
+            return value
+        etype = t.element_type
+        if t.rank == 0:
+            flat = tensor.ExpandShapeOp(ir.RankedTensorType.get((1,), etype), value, [],
+                                        [], [1]).result
+        elif t.rank == 1:
+            flat = value
+        else:
+            flat = tensor.CollapseShapeOp(ir.RankedTensorType.get((int(np.prod(t.shape)),), etype),
+                                          value, [list(range(t.rank))]).result
+        if len(shape) == 0:
+            return tensor.CollapseShapeOp(ir.RankedTensorType.get((), etype), flat, []).result
+        if len(shape) == 1:
+            return flat
+        return tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, etype), flat,
+                                    [list(range(len(shape)))], [], list(shape)).result
+
+    def extract_slice(self, source, offsets, sizes, strides=None, result_shape=None):
+        """``tensor.extract_slice``: ``offsets`` are ints or ``index`` values;
+        ``result_shape`` (rank-reduced) defaults to ``sizes``."""
+        strides = strides or [1] * len(sizes)
+        dyn, static = self._mixed(offsets)
+        etype = ir.RankedTensorType(source.type).element_type
+        rtype = ir.RankedTensorType.get(tuple(result_shape if result_shape is not None else sizes), etype)
+        return tensor.ExtractSliceOp(rtype, source, dyn, [], [], static, list(sizes),
+                                     list(strides)).result
+
+    def insert_slice(self, source, dest, offsets, sizes, strides=None):
+        strides = strides or [1] * len(sizes)
+        dyn, static = self._mixed(offsets)
+        return tensor.InsertSliceOp(source, dest, dyn, [], [], static, list(sizes),
+                                    list(strides)).result
+
+    @staticmethod
+    def _mixed(values):
+        dyn, static = [], []
+        for v in values:
+            if isinstance(v, (int, np.integer)):
+                static.append(int(v))
+            else:
+                static.append(DYNAMIC)
+                dyn.append(v)
+        return dyn, static

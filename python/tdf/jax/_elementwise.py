@@ -1,0 +1,368 @@
+"""Element-wise primitives: arithmetic, math functions, comparisons, logic,
+``select_n``, ``convert_element_type``, ``clamp`` and ``iota``.
+
+Each becomes one ``linalg.generic`` (all loops parallel, rank-0 operands and
+size-1 dimensions broadcast through the indexing maps) whose body is built
+from ``arith``/``math`` ops with XLA's semantics:
+
+- integer ``div``: ``x / 0 == -1``, ``INT_MIN / -1 == INT_MIN``, rounding
+  toward zero; ``rem``: ``x % 0 == x``, sign of the dividend;
+- ``max``/``min`` propagate NaN; ``sign`` keeps NaN and signed zeros;
+- float → int conversion saturates and maps NaN to 0;
+- ``float16``/``bfloat16`` arithmetic is computed in ``float32`` and rounded
+  back per operation (as XLA's CPU backend does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, linalg
+from mlir.dialects import math as mmath
+
+from ._builder import bits, element_type, is_bool, is_float, rule
+
+_F32 = None
+
+
+def _f32():
+    return ir.F32Type.get()
+
+
+def _is_half(etype) -> bool:
+    return isinstance(etype, (ir.F16Type, ir.BF16Type))
+
+
+def _widen(x):
+    return arith.ExtFOp(_f32(), x).result if _is_half(x.type) else x
+
+
+def _narrow(x, etype):
+    return arith.TruncFOp(etype, x).result if _is_half(etype) and x.type != etype else x
+
+
+def _float_rule(name, fn):
+    """Registers a unary/binary float-and-int rule: ``fn(tr, eqn, *scalars)``
+    gets float scalars widened to f32 when the operands are f16/bf16."""
+    @rule(name)
+    def translate(tr, eqn, args):
+        out_et = element_type(eqn.outvars[0].aval.dtype)
+
+        def scalar(*xs):
+            widened = [_widen(x) if _is_half(x.type) else x for x in xs]
+            return _narrow(fn(tr, eqn, *widened), out_et)
+
+        return [tr.elementwise(eqn.outvars[0].aval, args, scalar)]
+    return translate
+
+
+def _in_dtype(eqn, i=0):
+    return eqn.invars[i].aval.dtype
+
+
+def _binary(float_op, int_op, bool_op=None):
+    def fn(tr, eqn, x, y):
+        dtype = _in_dtype(eqn)
+        if is_float(dtype):
+            return float_op(x, y).result
+        if is_bool(dtype) and bool_op is not None:
+            return bool_op(x, y).result
+        return int_op(x, y).result
+    return fn
+
+
+_float_rule("add", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp))
+_float_rule("sub", _binary(arith.SubFOp, arith.SubIOp, arith.XOrIOp))
+_float_rule("mul", _binary(arith.MulFOp, arith.MulIOp, arith.AndIOp))
+_float_rule("max", _binary(arith.MaximumFOp, arith.MaxSIOp, arith.OrIOp))
+_float_rule("min", _binary(arith.MinimumFOp, arith.MinSIOp, arith.AndIOp))
+_float_rule("and", _binary(None, arith.AndIOp))
+_float_rule("or", _binary(None, arith.OrIOp))
+_float_rule("xor", _binary(None, arith.XOrIOp))
+
+
+def _int_guards(tr, eqn, x, y):
+    etype = x.type
+    width = bits(_in_dtype(eqn))
+    zero = tr.const(0, etype)
+    one = tr.const(1, etype)
+    minus_one = tr.const(-1, etype)
+    int_min = tr.const(-(1 << (width - 1)), etype)
+    by_zero = arith.CmpIOp(arith.CmpIPredicate.eq, y, zero).result
+    overflow = arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.eq, x, int_min).result,
+                            arith.CmpIOp(arith.CmpIPredicate.eq, y, minus_one).result).result
+    unsafe = arith.OrIOp(by_zero, overflow).result
+    safe_y = arith.SelectOp(unsafe, one, y).result
+    return by_zero, overflow, safe_y, minus_one, int_min, zero
+
+
+def _div(tr, eqn, x, y):
+    if is_float(_in_dtype(eqn)):
+        return arith.DivFOp(x, y).result
+    if is_bool(_in_dtype(eqn)):
+        return x
+    by_zero, overflow, safe_y, minus_one, int_min, _ = _int_guards(tr, eqn, x, y)
+    q = arith.DivSIOp(x, safe_y).result
+    q = arith.SelectOp(overflow, int_min, q).result
+    return arith.SelectOp(by_zero, minus_one, q).result
+
+
+def _rem(tr, eqn, x, y):
+    if is_float(_in_dtype(eqn)):
+        return arith.RemFOp(x, y).result
+    by_zero, overflow, safe_y, _, _, zero = _int_guards(tr, eqn, x, y)
+    r = arith.RemSIOp(x, safe_y).result
+    r = arith.SelectOp(overflow, zero, r).result
+    return arith.SelectOp(by_zero, x, r).result
+
+
+_float_rule("div", _div)
+_float_rule("rem", _rem)
+
+
+def _neg(tr, eqn, x):
+    if is_float(_in_dtype(eqn)):
+        return arith.NegFOp(x).result
+    return arith.SubIOp(tr.const(0, x.type), x).result
+
+
+def _abs(tr, eqn, x):
+    if is_float(_in_dtype(eqn)):
+        return mmath.AbsFOp(x).result
+    return mmath.AbsIOp(x).result
+
+
+def _sign(tr, eqn, x):
+    if is_float(_in_dtype(eqn)):
+        pos = arith.CmpFOp(arith.CmpFPredicate.OGT, x, tr.const(0.0, x.type)).result
+        neg = arith.CmpFOp(arith.CmpFPredicate.OLT, x, tr.const(0.0, x.type)).result
+        r = arith.SelectOp(neg, tr.const(-1.0, x.type), x).result
+        return arith.SelectOp(pos, tr.const(1.0, x.type), r).result
+    zero = tr.const(0, x.type)
+    pos = arith.CmpIOp(arith.CmpIPredicate.sgt, x, zero).result
+    neg = arith.CmpIOp(arith.CmpIPredicate.slt, x, zero).result
+    r = arith.SelectOp(neg, tr.const(-1, x.type), zero).result
+    return arith.SelectOp(pos, tr.const(1, x.type), r).result
+
+
+_float_rule("neg", _neg)
+_float_rule("abs", _abs)
+_float_rule("sign", _sign)
+
+
+def _math(op):
+    return lambda tr, eqn, x: op(x).result
+
+
+for _name, _op in (("exp", mmath.ExpOp), ("exp2", mmath.Exp2Op), ("log", mmath.LogOp),
+                   ("log1p", mmath.Log1pOp), ("expm1", mmath.ExpM1Op), ("sqrt", mmath.SqrtOp),
+                   ("rsqrt", mmath.RsqrtOp), ("tanh", mmath.TanhOp), ("erf", mmath.ErfOp),
+                   ("erfc", mmath.ErfcOp), ("sin", mmath.SinOp), ("cos", mmath.CosOp),
+                   ("tan", mmath.TanOp), ("floor", mmath.FloorOp), ("ceil", mmath.CeilOp),
+                   ("atan", mmath.AtanOp), ("cbrt", mmath.CbrtOp)):
+    _float_rule(_name, _math(_op))
+
+
+def _logistic(tr, eqn, x):
+    one = tr.const(1.0, x.type)
+    e = mmath.ExpOp(arith.NegFOp(x).result).result
+    return arith.DivFOp(one, arith.AddFOp(one, e).result).result
+
+
+def _square(tr, eqn, x):
+    return (arith.MulFOp(x, x) if is_float(_in_dtype(eqn)) else arith.MulIOp(x, x)).result
+
+
+def _round(tr, eqn, x):
+    method = int(eqn.params.get("rounding_method", 0))
+    return (mmath.RoundEvenOp(x) if method == 1 else mmath.RoundOp(x)).result
+
+
+def _atan2(tr, eqn, x, y):
+    return mmath.Atan2Op(x, y).result
+
+
+def _pow(tr, eqn, x, y):
+    xf, yf = is_float(_in_dtype(eqn, 0)), is_float(_in_dtype(eqn, 1))
+    if xf and yf:
+        return mmath.PowFOp(x, y).result
+    if xf:
+        return mmath.FPowIOp(x, y).result
+    return mmath.IPowIOp(x, y).result
+
+
+def _integer_pow(tr, eqn, x):
+    y = int(eqn.params["y"])
+    floating = is_float(_in_dtype(eqn))
+    mul = arith.MulFOp if floating else arith.MulIOp
+    result, base, n = None, x, abs(y)
+    while n:
+        if n & 1:
+            result = base if result is None else mul(result, base).result
+        n >>= 1
+        if n:
+            base = mul(base, base).result
+    if result is None:
+        result = tr.const(1.0 if floating else 1, x.type)
+    if y < 0:
+        if not floating:
+            raise tr.unsupported("negative integer_pow of an integer")
+        result = arith.DivFOp(tr.const(1.0, x.type), result).result
+    return result
+
+
+_float_rule("logistic", _logistic)
+_float_rule("square", _square)
+_float_rule("round", _round)
+_float_rule("atan2", _atan2)
+_float_rule("pow", _pow)
+_float_rule("integer_pow", _integer_pow)
+
+
+def _is_finite(tr, eqn, x):
+    inf = tr.const(float("inf"), x.type)
+    return arith.CmpFOp(arith.CmpFPredicate.ONE, mmath.AbsFOp(x).result, inf).result
+
+
+_float_rule("is_finite", _is_finite)
+
+
+def _not(tr, eqn, x):
+    return arith.XOrIOp(x, tr.const(-1 if not is_bool(_in_dtype(eqn)) else 1, x.type)).result
+
+
+_float_rule("not", _not)
+
+_FCMP = {"lt": "OLT", "le": "OLE", "gt": "OGT", "ge": "OGE", "eq": "OEQ", "ne": "UNE"}
+_ICMP = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
+_UCMP = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
+
+
+def _compare(name):
+    def fn(tr, eqn, x, y):
+        dtype = _in_dtype(eqn)
+        if is_float(dtype):
+            return arith.CmpFOp(getattr(arith.CmpFPredicate, _FCMP[name]), x, y).result
+        table = _UCMP if is_bool(dtype) else _ICMP
+        return arith.CmpIOp(getattr(arith.CmpIPredicate, table[name]), x, y).result
+    return fn
+
+
+for _name in _FCMP:
+    _float_rule(_name, _compare(_name))
+
+
+def _clamp(tr, eqn, lo, x, hi):
+    dtype = _in_dtype(eqn, 1)
+    if is_float(dtype):
+        return arith.MinimumFOp(arith.MaximumFOp(x, lo).result, hi).result
+    return arith.MinSIOp(arith.MaxSIOp(x, lo).result, hi).result
+
+
+_float_rule("clamp", _clamp)
+
+
+def _shift(kind):
+    def fn(tr, eqn, x, y):
+        width = bits(_in_dtype(eqn))
+        too_far = arith.CmpIOp(arith.CmpIPredicate.uge, y, tr.const(width, y.type)).result
+        zero = tr.const(0, x.type)
+        if kind == "left":
+            r, fill = arith.ShLIOp(x, y).result, zero
+        elif kind == "logical":
+            r, fill = arith.ShRUIOp(x, y).result, zero
+        else:
+            r = arith.ShRSIOp(x, y).result
+            fill = arith.ShRSIOp(x, tr.const(width - 1, x.type)).result
+        return arith.SelectOp(too_far, fill, r).result
+    return fn
+
+
+_float_rule("shift_left", _shift("left"))
+_float_rule("shift_right_logical", _shift("logical"))
+_float_rule("shift_right_arithmetic", _shift("arithmetic"))
+
+
+@rule("select_n")
+def _select_n(tr, eqn, args):
+    pred_dtype = _in_dtype(eqn, 0)
+
+    def fn(pred, *cases):
+        if len(cases) == 1:
+            return cases[0]
+        if is_bool(pred_dtype):
+            return arith.SelectOp(pred, cases[1], cases[0]).result
+        result = cases[0]
+        for k in range(1, len(cases)):
+            hit = arith.CmpIOp(arith.CmpIPredicate.eq, pred, tr.const(k, pred.type)).result
+            result = arith.SelectOp(hit, cases[k], result).result
+        return result
+
+    return [tr.elementwise(eqn.outvars[0].aval, args, fn)]
+
+
+def convert_scalar(tr, x, src_dtype, dst_dtype):
+    """Converts scalar ``x`` from ``src_dtype`` to ``dst_dtype`` with XLA's
+    semantics (saturating float → int, NaN → 0, nonzero → True)."""
+    dst = element_type(dst_dtype)
+    if np.dtype(src_dtype) == np.dtype(dst_dtype):
+        return x
+    if is_bool(dst_dtype):
+        if is_float(src_dtype):
+            return arith.CmpFOp(arith.CmpFPredicate.UNE, x, tr.const(0.0, x.type)).result
+        return arith.CmpIOp(arith.CmpIPredicate.ne, x, tr.const(0, x.type)).result
+    if is_float(dst_dtype):
+        if is_float(src_dtype):
+            if _is_half(x.type) and _is_half(dst):
+                return arith.TruncFOp(dst, arith.ExtFOp(_f32(), x).result).result
+            if ir.FloatType(x.type).width < ir.FloatType(dst).width:
+                return arith.ExtFOp(dst, x).result
+            return arith.TruncFOp(dst, x).result
+        if is_bool(src_dtype):
+            return arith.UIToFPOp(dst, x).result
+        return arith.SIToFPOp(dst, x).result
+    # destination integer
+    if is_float(src_dtype):
+        width = bits(dst_dtype)
+        xw = _widen(x)
+        r = arith.FPToSIOp(dst, xw).result
+        top = tr.const(float(2 ** (width - 1)), xw.type)
+        bottom = tr.const(-float(2 ** (width - 1)), xw.type)
+        high = arith.CmpFOp(arith.CmpFPredicate.OGE, xw, top).result
+        low = arith.CmpFOp(arith.CmpFPredicate.OLT, xw, bottom).result
+        nan = arith.CmpFOp(arith.CmpFPredicate.UNO, xw, xw).result
+        r = arith.SelectOp(high, tr.const((1 << (width - 1)) - 1, dst), r).result
+        r = arith.SelectOp(low, tr.const(-(1 << (width - 1)), dst), r).result
+        return arith.SelectOp(nan, tr.const(0, dst), r).result
+    src_width, dst_width = ir.IntegerType(x.type).width, ir.IntegerType(dst).width
+    if src_width == dst_width:
+        return x
+    if src_width > dst_width:
+        return arith.TruncIOp(dst, x).result
+    if is_bool(src_dtype):
+        return arith.ExtUIOp(dst, x).result
+    return arith.ExtSIOp(dst, x).result
+
+
+@rule("convert_element_type")
+def _convert(tr, eqn, args):
+    src, dst = _in_dtype(eqn), eqn.outvars[0].aval.dtype
+    if np.dtype(src) == np.dtype(dst):
+        return [args[0]]
+    return [tr.elementwise(eqn.outvars[0].aval, args,
+                           lambda x: convert_scalar(tr, x, src, dst))]
+
+
+@rule("iota")
+def _iota(tr, eqn, args):
+    aval = eqn.outvars[0].aval
+    dimension = int(eqn.params["dimension"])
+    etype = element_type(aval.dtype)
+    shape = tuple(aval.shape)
+    init = tr.empty(shape, etype)
+
+    def body(_out):
+        i = arith.IndexCastOp(ir.IntegerType.get_signless(64), linalg.IndexOp(dimension).result).result
+        return [convert_scalar(tr, i, np.int64, aval.dtype)]
+
+    return tr.generic([], [], [init], [tr.dims(len(shape))], ["parallel"] * len(shape), body)

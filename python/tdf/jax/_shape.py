@@ -1,0 +1,151 @@
+"""Shape primitives: ``broadcast_in_dim``, ``reshape``, ``squeeze``,
+``transpose``, ``slice``, ``concatenate``, ``pad``, ``rev`` and the identity
+``copy``/``copy_p``.
+
+Reshapes are ``tensor.collapse_shape``/``expand_shape`` views, slices are
+``tensor.extract_slice`` and concatenations ``tensor.concat`` (all of which
+the in-place passes understand); broadcasts, transposes, reversals and pads
+are ``linalg.generic`` ops.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, linalg, tensor
+
+from ._builder import rule
+
+
+@rule("broadcast_in_dim")
+def _broadcast_in_dim(tr, eqn, args):
+    (x,) = args[:1]
+    aval = eqn.outvars[0].aval
+    shape = tuple(int(s) for s in aval.shape)
+    bdims = tuple(eqn.params["broadcast_dimensions"])
+    src = ir.RankedTensorType(x.type)
+    if tuple(src.shape) == shape and bdims == tuple(range(len(shape))):
+        return [x]
+    if src.rank == 0:
+        return [tr.fill(tr.extract(x), shape)]
+    dims = tr.dims(len(shape))
+    in_map = [0 if (src.shape[i] == 1 and shape[d] != 1) else dims[d] for i, d in enumerate(bdims)]
+    init = tr.empty(shape, src.element_type)
+    return tr.generic([x], [in_map], [init], [dims], ["parallel"] * len(shape),
+                      lambda a, _o: [a])
+
+
+@rule("reshape")
+def _reshape(tr, eqn, args):
+    if eqn.params.get("dimensions") not in (None, ()):
+        raise tr.unsupported("reshape with a dimensions permutation")
+    return [tr.reshape(args[0], eqn.outvars[0].aval.shape)]
+
+
+@rule("squeeze")
+def _squeeze(tr, eqn, args):
+    return [tr.reshape(args[0], eqn.outvars[0].aval.shape)]
+
+
+@rule("expand_dims")
+def _expand_dims(tr, eqn, args):
+    return [tr.reshape(args[0], eqn.outvars[0].aval.shape)]
+
+
+@rule("copy", "copy_p", "stop_gradient", "optimization_barrier", "reduce_precision_noop")
+def _identity(tr, eqn, args):
+    return list(args)
+
+
+@rule("transpose")
+def _transpose(tr, eqn, args):
+    (x,) = args
+    perm = tuple(int(p) for p in eqn.params["permutation"])
+    if perm == tuple(range(len(perm))):
+        return [x]
+    aval = eqn.outvars[0].aval
+    dims = tr.dims(len(perm))
+    in_map = [dims[perm.index(j)] for j in range(len(perm))]
+    init = tr.empty(aval.shape, ir.RankedTensorType(x.type).element_type)
+    return tr.generic([x], [in_map], [init], [dims], ["parallel"] * len(perm),
+                      lambda a, _o: [a])
+
+
+@rule("slice")
+def _slice(tr, eqn, args):
+    (x,) = args
+    start = [int(s) for s in eqn.params["start_indices"]]
+    strides = eqn.params.get("strides") or [1] * len(start)
+    strides = [int(s) for s in strides]
+    shape = [int(s) for s in eqn.outvars[0].aval.shape]
+    if not shape:
+        return [x]
+    return [tr.extract_slice(x, start, shape, strides)]
+
+
+@rule("concatenate")
+def _concatenate(tr, eqn, args):
+    dim = int(eqn.params["dimension"])
+    parts = [a for a in args if ir.RankedTensorType(a.type).shape[dim] != 0]
+    rtype = ir.RankedTensorType.get(tuple(eqn.outvars[0].aval.shape),
+                                              ir.RankedTensorType(args[0].type).element_type)
+    if not parts:
+        return [tr.empty(rtype.shape, rtype.element_type)]
+    if len(parts) == 1:
+        return [parts[0]]
+    return [tensor.ConcatOp(rtype, dim, parts).result]
+
+
+@rule("rev")
+def _rev(tr, eqn, args):
+    (x,) = args
+    axes = set(int(d) for d in eqn.params["dimensions"])
+    t = ir.RankedTensorType(x.type)
+    dims = tr.dims(t.rank)
+    in_map = [(ir.AffineConstantExpr.get(t.shape[i] - 1) - dims[i]) if i in axes else dims[i]
+              for i in range(t.rank)]
+    if not axes or t.rank == 0:
+        return [x]
+    init = tr.empty(t.shape, t.element_type)
+    return tr.generic([x], [in_map], [init], [dims], ["parallel"] * t.rank, lambda a, _o: [a])
+
+
+@rule("pad")
+def _pad(tr, eqn, args):
+    x, padding_value = args
+    config = [tuple(int(v) for v in c) for c in eqn.params["padding_config"]]
+    t = ir.RankedTensorType(x.type)
+    out_shape = tuple(int(s) for s in eqn.outvars[0].aval.shape)
+    if t.rank == 0:
+        return [x]
+    pad = tr.extract(padding_value)
+    init = tr.empty(out_shape, t.element_type)
+
+    def body(_out):
+        # out[i] = x[j / (interior+1)] where j = i - lo is a multiple of
+        # (interior+1) inside the operand, else the padding value.
+        valid = None
+        src = []
+        for d, (lo, _hi, interior) in enumerate(config):
+            i = linalg.IndexOp(d).result
+            j = arith.SubIOp(i, tr.const_index(lo)).result
+            step = interior + 1
+            q = arith.FloorDivSIOp(j, tr.const_index(step)).result if step > 1 else j
+            ok = arith.AndIOp(arith.CmpIOp(arith.CmpIPredicate.sge, j, tr.const_index(0)).result,
+                              arith.CmpIOp(arith.CmpIPredicate.slt, q,
+                                           tr.const_index(t.shape[d])).result).result
+            if step > 1:
+                r = arith.RemSIOp(j, tr.const_index(step)).result
+                ok = arith.AndIOp(ok, arith.CmpIOp(arith.CmpIPredicate.eq, r,
+                                                   tr.const_index(0)).result).result
+            valid = ok if valid is None else arith.AndIOp(valid, ok).result
+            clamped = arith.MinSIOp(arith.MaxSIOp(q, tr.const_index(0)).result,
+                                    tr.const_index(max(t.shape[d] - 1, 0))).result
+            src.append(clamped)
+        if any(s == 0 for s in t.shape):
+            return [pad]
+        value = tensor.ExtractOp(x, src).result
+        return [arith.SelectOp(valid, value, pad).result]
+
+    return tr.generic([], [], [init], [tr.dims(len(out_shape))], ["parallel"] * len(out_shape),
+                      body)
+
