@@ -157,6 +157,7 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
             "convert-parallel-loops-to-gpu, canonicalize)",
             "gpu-kernel-outlining",
             "tdf-gpu-check-host-access",
+            "tdf-widen-i1-memrefs",
             "func.func(gpu-async-region)",
             "canonicalize, cse",
         ])),

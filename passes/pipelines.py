@@ -347,7 +347,7 @@ def widen_i1_memrefs(op, ctx: PassContext) -> None:
     i8 = ir.IntegerType.get_signless(8)
     ops = collect_ops(op)
     for inner in ops:
-        if inner.name == "func.func":
+        if inner.name in ("func.func", "gpu.func"):
             ftype = function_type(inner)
             ins = [_widen(t) or t for t in ftype.inputs]
             outs = [_widen(t) or t for t in ftype.results]
