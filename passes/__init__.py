@@ -19,6 +19,7 @@ from .registry import (
 # Each module registers its passes on import.
 from . import check_sizes  # noqa: F401
 from . import donate  # noqa: F401
+from . import math_lowering  # noqa: F401
 from . import pipelines  # noqa: F401
 from . import lower_to_nvvm  # noqa: F401
 from . import liveness, alias, insert_inplace, verify_inplace  # noqa: F401  (issue 3)

@@ -95,6 +95,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ._ir import arg_dicts, collect_ops, function_type, has_body, is_public, sym_name
+from .math_lowering import MATH_TO_LLVM
 from .registry import PassContext, PassOption, register_pass, register_pipeline
 
 # The One-Shot Bufferize configuration of every tdf pipeline (CPU, GPU and
@@ -464,8 +465,7 @@ LOWER_TO_LLVM = [
     "lower-affine",
     "convert-vector-to-llvm",
     "finalize-memref-to-llvm",
-    "convert-math-to-libm",
-    "convert-math-to-llvm",
+    *MATH_TO_LLVM,
     "convert-arith-to-llvm",
     "convert-index-to-llvm",
     "convert-func-to-llvm",

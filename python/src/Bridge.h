@@ -85,6 +85,10 @@ void emitDiagnostic(MlirLocation loc, int severity, const std::string &message,
                     const std::vector<std::pair<MlirLocation, std::string>>
                         &notes);
 
+/// Registers tdf's C++ passes on the math dialect (tdf-math-approximation,
+/// tdf-convert-math-to-libm) with the global pass registry; idempotent.
+void registerMathPasses();
+
 /// Runs the mlir-opt-style driver of tdf-opt with `args` (argv including the
 /// program name) in `context`. Returns the process exit code.
 int optMain(MlirContext context, const std::vector<std::string> &args);

@@ -79,6 +79,7 @@ bool expandPipeline(void *userData, const std::string &options,
 NB_MODULE(_tdf, m) {
   m.doc() = "native part of tdf: dialect registration, Python pass bridge, "
             "tdf-opt driver";
+  tdfpy::registerMathPasses();
 
   m.def(
       "register_dialect",

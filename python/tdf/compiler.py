@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from mlir import ir
 
+from . import jit_symbols
 from .context import Context
 from .errors import TDFError
 from .parsing import parse
@@ -546,23 +547,35 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         run_pipeline(module, "builtin.module(" + ", ".join(lower_to_llvm(count_allocations)) + ")",
                      filename=filename)
         llvm_ir = str(module)
+        jit_libs = _runtime_libs() + shared_libs
+        registered = jit_symbols.COUNTED_ALLOCATION_SYMBOLS if count_allocations else ()
+        missing = [name for name in jit_symbols.unresolved_functions(module, jit_libs)
+                   if name not in registered]
+        if missing:
+            raise CompileError(f"{filename}: the JIT cannot resolve external function(s) "
+                               f"{', '.join(missing)} (not defined by the process or "
+                               f"shared_libs)")
 
         from mlir.execution_engine import ExecutionEngine
-        engine = ExecutionEngine(module, opt_level=opt_level,
-                                 shared_libs=_runtime_libs() + shared_libs)
+        engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=jit_libs)
         counter = None
         if count_allocations:
             counter = AllocationCounter()
             counter.register(engine)
-        engine.initialize()
+        with jit_symbols.capture_jit_errors() as jit_output:
+            engine.initialize()
+            addresses = {name: engine.raw_lookup(f"_mlir_ciface_{name}") for name in entries}
 
     report = Report(inplace, calls_inplace, decisions, copies, allocations, returned,
                     copy_before_write=copy_before_write)
     functions = {}
     for name, (params, results) in entries.items():
-        address = engine.raw_lookup(f"_mlir_ciface_{name}")
+        address = addresses[name]
         if not address:
-            raise CompileError(f"@{name}: the JIT has no symbol _mlir_ciface_{name}")
+            unresolved = jit_symbols.missing_from_jit_output("".join(jit_output))
+            cause = (f": symbols not found: {', '.join(unresolved)}" if unresolved else "")
+            raise CompileError(f"@{name}: the JIT could not materialize _mlir_ciface_{name}"
+                               f"{cause}")
         functions[name] = EntryFunction(name, params, results, returned[name], address,
                                         keepalive=(engine, counter),
                                         free=counter.free if counter is not None else None)
