@@ -48,8 +48,12 @@ Rewrites, in this order, per function:
    argument, never a non-donated argument: One-Shot copies that before the
    insert) and unaliased, and neither ``%d`` nor an alias is used after the
    producer except by the insert (not between producer and insert, not
-   after the insert); otherwise a remark names the rule and the blocking
-   value (statistic ``insert-slices`` counts the rewrites);
+   after the insert), and the producer reads nothing that may share
+   storage with ``%d`` -- neither directly nor through what it
+   transitively reads among the values defined after ``%d`` (whatever the
+   offsets: static, dynamic or chosen by ``scf.if``); otherwise a remark
+   names the rule and the blocking value (statistic ``insert-slices``
+   counts the rewrites);
 3. ``tdf.call @k(...)`` → ``tdf.call_inplace @k_inplace(...) inplace [...]``
    (one index per result; ``-1`` where no operand qualifies), generating or
    reusing the in-place kernel variant;
@@ -612,6 +616,11 @@ def rewrite_insert_slices(func, ctx: PassContext | None = None, module_op=None,
     * neither ``%d`` nor an alias of it is used after the producer except by
       the insert itself (``dead``/``unaliased``): not between the producer
       and the insert, not after the insert;
+    * the producer does not read ``%d``'s storage (``unaliased``): no
+      operand of the producer, and no tensor it transitively reads among
+      the values defined after ``%d``, is in ``%d``'s alias class, whatever
+      the offsets (a part computed from an overlapping slice would be
+      overwritten while it is read);
     * the kernel has a body taking the slice's layout (``kernel``), as for
       a concat.
 
@@ -740,10 +749,59 @@ def _insert_slice_plan(insert, chain, producer, module_op, analysis):
             return reject("dead", "the destination is still used by ", user, f" ({where})")
         return reject("unaliased", "the destination may share storage with ", live.value,
                       ", which is still used by ", user, f" ({where})")
+    reader = _reads_destination(producer, dest, liveness, alias)
+    if reader is not None:
+        value, via = reader
+        return reject("unaliased", "its producer reads ", value,
+                      " (through " + via + "), which may overlap the slice it would be "
+                      "written into" if via else
+                      ", which may overlap the slice it would be written into")
     plan = _slice_plan(producer, strides, module_op, lambda rule, why: reject(rule, why))
     if plan is None or isinstance(plan, Rejection):
         return plan
     return plan, direct is not None
+
+
+def _reads_destination(producer, dest, liveness, alias):
+    """``(value, via)`` when ``producer`` reads, directly or through what it
+    transitively reads among the values defined after ``dest``, a value
+    that may share storage with ``dest`` (``via`` names the op in between,
+    "" when the producer reads it directly); None otherwise. Conservative:
+    any overlap of storage counts, whatever the offsets (static, dynamic or
+    chosen by ``scf.if``): computing the part into ``dest``'s slice would
+    overwrite what it still reads."""
+    classes = [dest]
+    if dest in alias.assumed:
+        classes.append(alias.assumed[dest])
+
+    def overlaps(value):
+        return any(alias.same_class(value, c) for c in classes)
+
+    init = (len(producer.operands) - 1) if producer.name != "tdf.call" else None
+    start = [v for k, v in enumerate(producer.operands) if k != init and is_tensor(v)]
+    for value in start:
+        if overlaps(value):
+            return value, ""
+    dest_pos = liveness.def_pos(dest)
+    seen = set()
+    stack = [(v, None) for v in start]
+    while stack:
+        value, via = stack.pop()
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            continue
+        op = owner.operation
+        key = op_key(op)
+        if key in seen or liveness.def_pos(value) <= dest_pos:
+            continue
+        seen.add(key)
+        for operand in op.operands:
+            if not is_tensor(operand):
+                continue
+            if overlaps(operand):
+                return operand, op.name
+            stack.append((operand, op))
+    return None
 
 
 def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool) -> None:
