@@ -229,7 +229,7 @@ class Liveness:
         user = user.operation
         upre = self.info[op_key(user)].pre
         record = self.info[op_key(op)]
-        if upre > record.pre:
+        if upre > record.pre and not self.exclusive_branches(user, op):
             return "later-use"
         if loop_out is not None:
             lrec = self.info[op_key(loop_out)]
@@ -240,6 +240,31 @@ class Liveness:
             if not first <= upre <= last:
                 return "cfg"
         return None
+
+    @staticmethod
+    def exclusive_branches(user, op) -> bool:
+        """True when ``user`` and ``op`` sit in different regions of one
+        ``scf.if`` / ``scf.index_switch`` (one execution of it runs only one
+        of them; a loop around it is the ``loop`` rule's business)."""
+        blocks = {}
+        current = op.operation
+        while current.parent is not None:
+            parent = current.parent.operation
+            blocks[op_key(parent)] = current.block
+            if parent.name == "func.func":
+                break
+            current = parent
+        current = user.operation
+        while current.parent is not None:
+            parent = current.parent.operation
+            block = blocks.get(op_key(parent))
+            if block is not None:
+                return (parent.name in ("scf.if", "scf.index_switch")
+                        and block.region != current.block.region)
+            if parent.name == "func.func":
+                return False
+            current = parent
+        return False
 
     def dead_after(self, value, op, aliases=(), ignore=()):
         """None when neither ``value`` nor any of ``aliases`` can be read after
