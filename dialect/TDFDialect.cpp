@@ -1,7 +1,7 @@
 //===- TDFDialect.cpp - tdf dialect definition ----------------------------===//
 //
-// Defines the tdf dialect: initialization, the `tdf.donate` argument attribute
-// verifier and registration.
+// Defines the tdf dialect: initialization, the verifiers of `tdf.donate`
+// (argument and result attributes) and registration.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +41,11 @@ LogicalResult TDFDialect::verifyRegionArgAttribute(Operation *op,
   if (!fn || regionIndex != 0)
     return op->emitError() << "'" << getDonateAttrName()
                            << "' is only valid on function arguments";
+  if (fn.isExternal())
+    return op->emitError() << "'" << getDonateAttrName() << "' on argument #"
+                           << argIndex
+                           << " of a function declaration: only a function "
+                              "with a body can reuse a donated buffer";
   Type type = fn.getArgumentTypes()[argIndex];
   // Memref arguments appear once the function has been bufferized.
   if (!isa<RankedTensorType, MemRefType>(type))
@@ -49,6 +54,21 @@ LogicalResult TDFDialect::verifyRegionArgAttribute(Operation *op,
                               "but argument #"
                            << argIndex << " has type " << type;
   return success();
+}
+
+LogicalResult TDFDialect::verifyRegionResultAttribute(Operation *op,
+                                                      unsigned regionIndex,
+                                                      unsigned resultIndex,
+                                                      NamedAttribute attribute) {
+  if (attribute.getName() == getDonateAttrName())
+    return op->emitError() << "'" << getDonateAttrName()
+                           << "' is only valid on function arguments, not on "
+                              "result #"
+                           << resultIndex
+                           << " (donation gives an argument's buffer away; "
+                              "results are the ones that reuse it)";
+  return op->emitError() << "unknown tdf result attribute '"
+                         << attribute.getName().getValue() << "'";
 }
 
 void mlir::tdf::registerTDFDialect(DialectRegistry &registry) {

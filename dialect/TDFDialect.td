@@ -41,6 +41,7 @@ def TDF_Dialect : Dialect {
   }];
   let hasOperationAttrVerify = 0;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 class TDF_Op<string mnemonic, list<Trait> traits = []>

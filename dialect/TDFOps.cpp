@@ -5,10 +5,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "TDFOps.h"
+#include "TDFDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
 using namespace mlir;
@@ -64,6 +67,108 @@ static func::FuncOp lookupCallee(Operation *op, FlatSymbolRefAttr callee,
   return fn;
 }
 
+/// tdf ops compute on the values of a function body; at module level (or in
+/// any region outside a function) they would never run and cannot bufferize.
+static LogicalResult verifyInsideFunction(Operation *op) {
+  if (op->getParentOfType<FunctionOpInterface>())
+    return success();
+  Operation *parent = op->getParentOp();
+  return op->emitOpError()
+         << "must be inside a function body, but its parent is "
+         << (parent ? "'" + parent->getName().getStringRef().str() + "'"
+                    : std::string("nothing (a top-level op)"));
+}
+
+/// The func.func symbols called (through any op with a `callee` symbol
+/// reference: func.call, tdf.call*) from the body of `fn`.
+static SmallVector<func::FuncOp> calleesOf(func::FuncOp fn,
+                                           SymbolTableCollection &symbolTable) {
+  SmallVector<func::FuncOp> callees;
+  if (fn.isExternal())
+    return callees;
+  fn.walk([&](Operation *inner) {
+    auto ref = inner->getAttrOfType<FlatSymbolRefAttr>("callee");
+    if (!ref)
+      return;
+    if (auto target = dyn_cast_or_null<func::FuncOp>(
+            symbolTable.lookupNearestSymbolFrom(inner, ref)))
+      callees.push_back(target);
+  });
+  return callees;
+}
+
+/// Kernels are leaf computations: a kernel that (directly or through the
+/// functions it calls) reaches a call cycle is rejected, naming the cycle.
+/// Iterative depth-first search, so deep call chains cannot overflow the
+/// stack.
+static LogicalResult verifyNotRecursive(Operation *op, func::FuncOp kernel,
+                                        SymbolTableCollection &symbolTable) {
+  struct Frame {
+    func::FuncOp fn;
+    SmallVector<func::FuncOp> callees;
+    unsigned next = 0;
+  };
+  enum : int { Unvisited = 0, OnStack = 1, Done = 2 };
+  llvm::DenseMap<Operation *, int> state;
+  SmallVector<Frame> stack;
+  stack.push_back({kernel, calleesOf(kernel, symbolTable)});
+  state[kernel] = OnStack;
+  while (!stack.empty()) {
+    if (stack.back().next == stack.back().callees.size()) {
+      state[stack.back().fn] = Done;
+      stack.pop_back();
+      continue;
+    }
+    func::FuncOp target = stack.back().callees[stack.back().next++];
+    int seen = state.lookup(target);
+    if (seen == Done)
+      continue;
+    if (seen == OnStack) {
+      std::string path;
+      llvm::raw_string_ostream os(path);
+      bool inCycle = false;
+      for (Frame &frame : stack) {
+        inCycle = inCycle || frame.fn == target;
+        if (inCycle)
+          os << "@" << frame.fn.getSymName() << " -> ";
+      }
+      os << "@" << target.getSymName();
+      InFlightDiagnostic diag = op->emitOpError();
+      if (target == kernel)
+        diag << "kernel @" << kernel.getSymName()
+             << " is recursive (call cycle " << path
+             << "): kernels must not call themselves";
+      else
+        diag << "kernel @" << kernel.getSymName()
+             << " reaches recursive calls (call cycle " << path
+             << "): kernels must not call themselves";
+      diag.attachNote(target.getLoc())
+          << "@" << target.getSymName() << " is defined here";
+      return diag;
+    }
+    state[target] = OnStack;
+    stack.push_back({target, calleesOf(target, symbolTable)});
+  }
+  return success();
+}
+
+/// `tdf.donate` marks a function argument whose storage the caller gives
+/// away; a kernel only receives buffers from its caller and owns none.
+static LogicalResult verifyNoDonatedParam(Operation *op, func::FuncOp kernel) {
+  for (unsigned i = 0, e = kernel.getNumArguments(); i < e; ++i) {
+    if (!kernel.getArgAttr(i, TDFDialect::getDonateAttrName()))
+      continue;
+    InFlightDiagnostic diag = op->emitOpError();
+    diag << "kernel @" << kernel.getSymName() << " marks parameter #" << i
+         << " 'tdf.donate', but a kernel owns no buffer to donate (donate the "
+            "caller's tensor argument instead)";
+    diag.attachNote(kernel.getLoc())
+        << "kernel @" << kernel.getSymName() << " is defined here";
+    return diag;
+  }
+  return success();
+}
+
 /// Verifies a destination-passing kernel signature: the callee takes one
 /// parameter per operand followed by one output memref per type in
 /// `freshOutputs` (the result indices are `freshResultIndices`), and returns
@@ -74,6 +179,9 @@ verifyKernelSignature(Operation *op, FlatSymbolRefAttr calleeName,
                       SymbolTableCollection &symbolTable) {
   func::FuncOp callee = lookupCallee(op, calleeName, symbolTable);
   if (!callee)
+    return failure();
+  if (failed(verifyNoDonatedParam(op, callee)) ||
+      failed(verifyNotRecursive(op, callee, symbolTable)))
     return failure();
   FunctionType fnType = callee.getFunctionType();
   if (fnType.getNumResults() != 0)
@@ -128,6 +236,8 @@ static LogicalResult verifyStaticFreshResult(Operation *op,
 //===----------------------------------------------------------------------===//
 
 LogicalResult CallOp::verify() {
+  if (failed(verifyInsideFunction(*this)))
+    return failure();
   for (unsigned i = 0, e = getNumResults(); i < e; ++i)
     if (failed(verifyStaticFreshResult(*this, i)))
       return failure();
@@ -147,6 +257,8 @@ LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CallInplaceOp::verify() {
+  if (failed(verifyInsideFunction(*this)))
+    return failure();
   ArrayRef<int64_t> indices = getInplaceIndices();
   unsigned numOperands = getNumOperands();
   if (indices.size() != getNumResults())
@@ -218,6 +330,8 @@ OpResult CallInplaceOp::getInplaceResult(unsigned operandIndex) {
 // CallOpaqueOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult CallOpaqueOp::verify() { return verifyInsideFunction(*this); }
+
 LogicalResult
 CallOpaqueOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   func::FuncOp callee = lookupCallee(*this, getCalleeAttr(), symbolTable);
@@ -251,6 +365,14 @@ CallOpaqueOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                            << expectedParamText(result.getType()) << ", got "
                            << fnType.getResult(index);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AssumeUnaliasedOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AssumeUnaliasedOp::verify() {
+  return verifyInsideFunction(*this);
 }
 
 #define GET_OP_CLASSES

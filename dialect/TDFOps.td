@@ -131,6 +131,7 @@ def TDF_CallOpaqueOp : TDF_Op<"call_opaque", [
   let assemblyFormat = [{
     $callee `(` $operands `)` attr-dict `:` functional-type($operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def TDF_AssumeUnaliasedOp : TDF_Op<"assume_unaliased", [
@@ -155,6 +156,7 @@ def TDF_AssumeUnaliasedOp : TDF_Op<"assume_unaliased", [
   let arguments = (ins AnyRankedTensor:$source);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$source attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 #endif // TDF_OPS_TD

@@ -235,3 +235,112 @@ func.func @donate_not_unit(%x: tensor<4xf32> {tdf.donate = 1}) {
 func.func @donate_misspelled(%x: tensor<4xf32> {tdf.donated}) {
   return
 }
+
+// -----
+
+// expected-error@+1 {{'tdf.donate' is only valid on function arguments, not on result #0 (donation gives an argument's buffer away; results are the ones that reuse it)}}
+func.func @donate_result(%x: tensor<4xf32>) -> (tensor<4xf32> {tdf.donate}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{unknown tdf result attribute 'tdf.donated'}}
+func.func @result_attr_misspelled(%x: tensor<4xf32>) -> (tensor<4xf32> {tdf.donated}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'tdf.donate' on argument #0 of a function declaration: only a function with a body can reuse a donated buffer}}
+func.func private @donate_on_declaration(tensor<4xf32> {tdf.donate}) -> tensor<4xf32>
+
+// -----
+
+// expected-note@+1 {{kernel @scale_donated is defined here}}
+func.func @scale_donated(%in: memref<4xf32> {tdf.donate}, %out: memref<4xf32>) {
+  return
+}
+func.func @donate_on_kernel_param(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tdf.call' op kernel @scale_donated marks parameter #0 'tdf.donate', but a kernel owns no buffer to donate (donate the caller's tensor argument instead)}}
+  %r = tdf.call @scale_donated(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func private @add(memref<4xf32>, memref<4xf32>, memref<4xf32>)
+%x = arith.constant dense<1.0> : tensor<4xf32>
+// expected-error@+1 {{'tdf.call' op must be inside a function body, but its parent is 'builtin.module'}}
+%r = tdf.call @add(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+func.func private @add_into(memref<4xf32>, memref<4xf32>)
+%x = arith.constant dense<1.0> : tensor<4xf32>
+// expected-error@+1 {{'tdf.call_inplace' op must be inside a function body, but its parent is 'builtin.module'}}
+%r = tdf.call_inplace @add_into(%x, %x) inplace [0] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+func.func private @stats(memref<4xf32>) -> memref<4xf32>
+%x = arith.constant dense<1.0> : tensor<4xf32>
+// expected-error@+1 {{'tdf.call_opaque' op must be inside a function body, but its parent is 'builtin.module'}}
+%r = tdf.call_opaque @stats(%x) : (tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+%x = arith.constant dense<1.0> : tensor<4xf32>
+// expected-error@+1 {{'tdf.assume_unaliased' op must be inside a function body, but its parent is 'builtin.module'}}
+%r = tdf.assume_unaliased %x : tensor<4xf32>
+
+// -----
+
+// expected-note@+1 {{@self_recursive is defined here}}
+func.func @self_recursive(%in: memref<4xf32>, %out: memref<4xf32>) {
+  call @self_recursive(%in, %out) : (memref<4xf32>, memref<4xf32>) -> ()
+  return
+}
+func.func @calls_self_recursive_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tdf.call' op kernel @self_recursive is recursive (call cycle @self_recursive -> @self_recursive): kernels must not call themselves}}
+  %r = tdf.call @self_recursive(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// expected-note@+1 {{@ping is defined here}}
+func.func @ping(%in: memref<4xf32>, %out: memref<4xf32>) {
+  call @pong(%in, %out) : (memref<4xf32>, memref<4xf32>) -> ()
+  return
+}
+func.func @pong(%in: memref<4xf32>, %out: memref<4xf32>) {
+  call @ping(%in, %out) : (memref<4xf32>, memref<4xf32>) -> ()
+  return
+}
+func.func @calls_mutually_recursive_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tdf.call_inplace' op kernel @ping is recursive (call cycle @ping -> @pong -> @ping): kernels must not call themselves}}
+  %r = tdf.call_inplace @ping(%x) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @leaf(%in: memref<4xf32>, %out: memref<4xf32>) {
+  call @loop_a(%in) : (memref<4xf32>) -> ()
+  return
+}
+// expected-note@+1 {{@loop_a is defined here}}
+func.func @loop_a(%m: memref<4xf32>) {
+  call @loop_b(%m) : (memref<4xf32>) -> ()
+  return
+}
+func.func @loop_b(%m: memref<4xf32>) {
+  call @loop_a(%m) : (memref<4xf32>) -> ()
+  return
+}
+func.func @kernel_reaching_a_cycle(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tdf.call' op kernel @leaf reaches recursive calls (call cycle @loop_a -> @loop_b -> @loop_a): kernels must not call themselves}}
+  %r = tdf.call @leaf(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
