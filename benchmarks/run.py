@@ -545,7 +545,7 @@ def bench_call_overhead(cfg, backend):
     # The floor: the bare ctypes call of the packed C interface with the
     # argument pointers the last f(x) stored (no checks, no result wrapping;
     # the result buffer is leaked, a few bytes per call).
-    cfunc, packed = f._cfunc, f._packed
+    cfunc, packed = f._cfunc, f.packed_arguments(x)
     jf = jax.jit(lambda v: v + 1.0)
     xj = jnp.asarray(x)
     variants = {

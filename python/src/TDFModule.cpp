@@ -18,6 +18,11 @@
 
 namespace nb = nanobind;
 
+namespace tdfpy {
+/// The native call path of compiled functions (Runtime.cpp).
+void registerRuntime(nb::module_ &m);
+} // namespace tdfpy
+
 namespace {
 
 /// Calls the Python runner of a pass. The runner is
@@ -80,6 +85,7 @@ NB_MODULE(_tdf, m) {
   m.doc() = "native part of tdf: dialect registration, Python pass bridge, "
             "tdf-opt driver";
   tdfpy::registerMathPasses();
+  tdfpy::registerRuntime(m);
 
   m.def(
       "register_dialect",

@@ -49,7 +49,9 @@ from .parsing import parse
 from .pipeline import run_pipeline
 from .passes._ir import arg_dicts, collect_ops, function_type, has_body, is_public, sym_name
 from .passes.pipelines import one_shot
-from .runtime import DTYPES, AllocationCounter, AllocationStats, EntryFunction, ScalarSpec, TensorSpec
+from .passes._runtime_sites import RUNTIME_FUNCTIONS, SITES_ATTR, read_sites
+from .runtime import (DTYPES, AllocationCounter, AllocationStats, EntryFunction, ScalarSpec,
+                      TensorSpec, register_runtime_symbols)
 
 __all__ = ["compile", "Program", "CompileError", "StrictModeError", "InplaceDecision",
            "Copy", "Allocation", "AllocationStats"]
@@ -226,12 +228,9 @@ def _functions(module):
     return [op for op in module.body.operations if op.operation.name == "func.func"]
 
 
-_FILENAME = ["<input>"]
-
-
-def _location(op) -> str:
+def _location(op, filename: str) -> str:
     from .errors import format_location
-    return format_location(op.location, _FILENAME[0])
+    return format_location(op.location, filename)
 
 
 def _is_entry(func) -> bool:
@@ -296,7 +295,7 @@ def _copy_reason(op, operand_number, func) -> str:
     return "its value (or an alias) is still read after this op"
 
 
-def _analyse(module, context) -> tuple[list, list]:
+def _analyse(module, context, filename: str) -> tuple[list, list]:
     """Runs One-Shot Bufferize in analysis-only mode on a copy; returns the
     in-place decisions of every write and the copies forced on
     ``tdf.call_inplace`` operands."""
@@ -329,7 +328,7 @@ def _analyse(module, context) -> tuple[list, list]:
                     continue
                 inplace = flags[i] == "true"
                 reason = "" if inplace else _copy_reason(op, i, func)
-                decision = InplaceDecision(fname, op.name, _location(op), i, inplace, reason)
+                decision = InplaceDecision(fname, op.name, _location(op, filename), i, inplace, reason)
                 decisions.append(decision)
                 if op.name == "tdf.call_inplace" and not inplace:
                     forced.append(decision)
@@ -362,7 +361,7 @@ def _in_loop(op, func) -> bool:
     return False
 
 
-def _buffers(module):
+def _buffers(module, filename: str):
     allocations, copies = [], []
     for func in _functions(module):
         if not has_body(func):
@@ -371,13 +370,13 @@ def _buffers(module):
 
         def visit(op, func=func, fname=fname):
             if op.name in ("memref.alloc", "memref.alloca"):
-                allocations.append(Allocation(fname, _location(op), _static_nbytes(op.results[0].type),
+                allocations.append(Allocation(fname, _location(op, filename), _static_nbytes(op.results[0].type),
                                               _in_loop(op, func)))
             elif op.name == "memref.copy":
                 target = op.operands[1]
                 into_view = (not isinstance(target.owner, ir.Block)
                              and target.owner.operation.name == "memref.subview")
-                copies.append(Copy(fname, _location(op), _static_nbytes(target.type),
+                copies.append(Copy(fname, _location(op, filename), _static_nbytes(target.type),
                                    _in_loop(op, func), into_view))
 
         for inner in collect_ops(func):
@@ -411,7 +410,7 @@ def _check_symbols(module, shared_libs) -> None:
 
         visit(inner)
     for func in _functions(module):
-        if has_body(func) or sym_name(func) not in called:
+        if has_body(func) or sym_name(func) not in called or sym_name(func) in RUNTIME_FUNCTIONS:
             continue
         name = sym_name(func)
         symbol = (f"_mlir_ciface_{name}" if "llvm.emit_c_interface" in func.attributes else name)
@@ -419,6 +418,21 @@ def _check_symbols(module, shared_libs) -> None:
             raise CompileError(
                 f"kernel @{name} has no body and no shared library defines '{symbol}' "
                 f"(pass the library with tdf.compile(..., shared_libs=[...]))")
+
+
+def _runtime_sites(module, filename: str) -> list[tuple]:
+    """The run-time check sites the check passes recorded, as
+    ``(kind, function, op, location, dimension)`` with the file name of the
+    input; the attribute itself is removed (the JIT has no use for it)."""
+    sites = []
+    for kind, function, op, location, dimension in read_sites(module.operation):
+        name, _, rest = location.partition(":")
+        if name in ("", "-", "<unknown>", "<string>"):
+            location = f"{filename}:{rest}"
+        sites.append((kind, function, op, location, int(dimension)))
+    if SITES_ATTR in module.operation.attributes:
+        del module.operation.attributes[SITES_ATTR]
+    return sites
 
 
 def _inplace_calls(module) -> int:
@@ -439,7 +453,8 @@ def _inplace_calls(module) -> int:
 
 def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: bool = False,
             opt_level: int = 2, shared_libs=(), chip: str = "sm_90", filename: str = "<input>",
-            copy_before_write: bool = False, count_allocations: bool = False):
+            copy_before_write: bool = False, count_allocations: bool = False,
+            bounds_checks: bool = True):
     """Compiles a tdf program.
 
     ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
@@ -460,6 +475,14 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     ``count_allocations`` (CPU only): lower heap allocations to counting
     callbacks, read with :meth:`Program.allocation_stats`; each allocation
     calls into Python, so time programs compiled without it.
+    ``bounds_checks`` (CPU only, default on): every dynamic index, offset,
+    size and stride of element and slice accesses is checked at run time
+    (``tdf-bounds-checks``); a violation raises ``IndexError`` naming the
+    function, the op's location and the value, before the function writes
+    anything that the checked value reaches (see ``docs/Runtime.md``).
+    Allocations are always checked: a failed one raises ``MemoryError``.
+    Compiled functions may be called from several threads at once, and
+    ``tdf.compile`` may run in several threads at once.
 
     Raises :class:`tdf.ParseError`, :class:`tdf.PipelineError`,
     :class:`CompileError` or ``ValueError``/``TypeError`` for bad options.
@@ -467,7 +490,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (expected one of {', '.join(TARGETS)})")
     for name, value in (("copy_before_write", copy_before_write),
-                        ("count_allocations", count_allocations)):
+                        ("count_allocations", count_allocations),
+                        ("bounds_checks", bounds_checks)):
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be a bool, got {value!r}")
     if target == "nvvm":
@@ -489,7 +513,6 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     if copy_before_write:
         inplace = False
 
-    _FILENAME[0] = filename
     context = Context()
     if isinstance(text_or_module, str):
         module = parse(text_or_module, context, filename=filename)
@@ -515,7 +538,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         if inplace:
             run_pipeline(module, "builtin.module(tdf-insert-inplace)", filename=filename)
         calls_inplace = _inplace_calls(module) - before
-        decisions, forced = _analyse(module, context)
+        decisions, forced = _analyse(module, context, filename)
         if copy_before_write:
             # One-Shot skips its analysis in this mode: every write copies.
             for decision in decisions:
@@ -526,10 +549,12 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             raise StrictModeError(f"strict mode: {len(forced)} tdf.call_inplace operand(s) "
                                   f"would be copied:\n{lines}")
 
+        if bounds_checks:
+            run_pipeline(module, "builtin.module(tdf-bounds-checks)", filename=filename)
         bufferize = "tdf-bufferize{copy-before-write=true}" if copy_before_write else "tdf-bufferize"
         run_pipeline(module, f"builtin.module({bufferize})", filename=filename)
         buffer_ir = str(module)
-        allocations, copies = _buffers(module)
+        allocations, copies = _buffers(module, filename)
         returned = {}
         for func in _functions(module):
             name = sym_name(func)
@@ -539,16 +564,18 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
                 else:
                     returned[name] = [-1] * len(entries[name][1])
                 func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-            elif not has_body(func):
+            elif not has_body(func) and name not in RUNTIME_FUNCTIONS:
                 func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         _check_symbols(module, shared_libs)
 
         from .passes.pipelines import lower_to_llvm
-        run_pipeline(module, "builtin.module(" + ", ".join(lower_to_llvm(count_allocations)) + ")",
-                     filename=filename)
+        run_pipeline(module, "builtin.module(" + ", ".join(
+            ["tdf-alloc-checks"] + lower_to_llvm(count_allocations)) + ")", filename=filename)
+        sites = _runtime_sites(module, filename)
         llvm_ir = str(module)
         jit_libs = _runtime_libs() + shared_libs
-        registered = jit_symbols.COUNTED_ALLOCATION_SYMBOLS if count_allocations else ()
+        registered = (jit_symbols.COUNTED_ALLOCATION_SYMBOLS if count_allocations else ()) \
+            + tuple(RUNTIME_FUNCTIONS)
         missing = [name for name in jit_symbols.unresolved_functions(module, jit_libs)
                    if name not in registered]
         if missing:
@@ -558,6 +585,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
 
         from mlir.execution_engine import ExecutionEngine
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=jit_libs)
+        register_runtime_symbols(engine)
         counter = None
         if count_allocations:
             counter = AllocationCounter()
@@ -578,5 +606,6 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
                                f"{cause}")
         functions[name] = EntryFunction(name, params, results, returned[name], address,
                                         keepalive=(engine, counter),
-                                        free=counter.free if counter is not None else None)
+                                        free=counter.free if counter is not None else None,
+                                        sites=sites)
     return Program(functions, report, engine, llvm_ir, buffer_ir, context, counter)

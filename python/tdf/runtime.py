@@ -52,6 +52,7 @@ __all__ = [
     "memref_descriptor_type",
     "AllocationCounter",
     "AllocationStats",
+    "register_runtime_symbols",
 ]
 
 # MLIR element type (as printed) → numpy dtype.
@@ -239,20 +240,26 @@ class ScalarSpec:
         return f"ScalarSpec({self.type_text})"
 
 
-class _Owner:
-    """Frees a buffer the JIT code allocated (and handed to us) when the last
-    numpy array viewing it goes away."""
+_SCALAR_CODES = {"f64": "d", "f32": "f", "i64": "q", "index": "q", "i32": "i", "i16": "h",
+                 "i8": "b", "i1": "?"}
 
-    __slots__ = ("pointer", "free")
 
-    def __init__(self, pointer, free=_free):
-        self.pointer = pointer
-        self.free = free
+def _native():
+    from mlir import ir  # noqa: F401  (loads the MLIR libraries _tdf links)
+    from . import _tdf
+    return _tdf
 
-    def __del__(self):
-        if self.pointer:
-            self.free(self.pointer)
-            self.pointer = 0
+
+_tdf = _native()
+_RUNTIME_SYMBOLS = dict(_tdf.runtime_symbols())
+
+
+def register_runtime_symbols(engine) -> None:
+    """Defines the functions compiled run-time checks call
+    (``tdf_rt_bounds_error``, ``tdf_rt_alloc_error``) in ``engine``; call
+    before ``engine.initialize()``."""
+    for name, address in _RUNTIME_SYMBOLS.items():
+        engine.raw_register_runtime(name, ctypes.c_void_p(address))
 
 
 def _fill_static(desc, spec: TensorSpec) -> None:
@@ -262,73 +269,64 @@ def _fill_static(desc, spec: TensorSpec) -> None:
         desc.strides[i] = stride
 
 
-class EntryFunction:
+_FREE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class EntryFunction(_tdf.NativeEntry):
     """A callable compiled entry function: ``fn(*arrays_and_scalars)``.
 
     ``params`` are :class:`TensorSpec`/:class:`ScalarSpec` per argument,
     ``results`` the :class:`TensorSpec` of every original result and
     ``returned_args[i]`` the donated argument that result ``i`` is (or -1):
     such results are not returned by the compiled code, the caller's array is
-    returned instead. ``address`` is the address of the packed wrapper of the ``_mlir_ciface_``
-    function (what ``ExecutionEngine.raw_lookup`` returns).
+    returned instead. ``address`` is the address of the packed wrapper of the
+    ``_mlir_ciface_`` function (what ``ExecutionEngine.raw_lookup`` returns).
     ``keepalive`` is held for as long as the function lives (the engine).
     ``free`` frees a result buffer the compiled code allocated (default: the
     C ``free``; an :class:`AllocationCounter`'s ``free`` when counting).
+    ``sites`` is the program's table of run-time check sites
+    (``(kind, function, op, location, dimension)``, see
+    ``passes/_runtime_sites.py``), used to word ``IndexError``/``MemoryError``.
+    ``shared_state=True`` (only for measuring) makes calls share one set of
+    descriptors under a lock instead of per-call descriptors on the stack.
+
+    The call itself is native (``tdf._tdf.NativeEntry``, ``python/src/Runtime.cpp``):
+    argument checks, descriptors, the call (GIL released) and result arrays are
+    C++; only unusual arguments (a subclass, a non-contiguous array to copy, a
+    numpy scalar) and every error message go through the Python methods below.
     """
 
     def __init__(self, name, params, results, returned_args, address, keepalive=None,
-                 free=None):
+                 free=None, sites=(), shared_state=False):
         self.name = name
-        self._free = free if free is not None else _free
         self.params = list(params)
         self.results = list(results)
         self.returned_args = list(returned_args)
+        self.address = int(address)
         self._keepalive = keepalive
-        self._jit_results = [r for r, a in zip(self.results, self.returned_args) if a < 0]
-        # The result struct: one descriptor if there is one memref result,
-        # a struct of descriptors if there are several.
-        self._result_descs = []
-        self._result_struct = None
-        if len(self._jit_results) == 1:
-            desc_type = memref_descriptor_type(len(self._jit_results[0].shape))
-            self._result_struct = desc_type()
-            self._result_descs = [self._result_struct]
-        elif len(self._jit_results) > 1:
-            fields = [(f"r{i}", memref_descriptor_type(len(r.shape)))
-                      for i, r in enumerate(self._jit_results)]
-            struct_type = type(f"{name}_results", (ctypes.Structure,), {"_fields_": fields})
-            self._result_struct = struct_type()
-            self._result_descs = [getattr(self._result_struct, f"r{i}") for i in range(len(fields))]
-        # The packed interface (``_mlir__mlir_ciface_<name>(void **args)``)
-        # takes one pointer per C-interface argument, pointing at the
-        # argument's storage: the array of pointers is fixed once and for
-        # all; a call only updates descriptors and scalar slots.
-        slots = []
-        self._descs = []
-        self._scalars = []
-        if self._result_struct is not None:
-            slots.append(ctypes.pointer(ctypes.pointer(self._result_struct)))
+        self._free = free if free is not None else _free
+        free_address = 0
+        if free is not None:
+            owner = getattr(free, "__self__", None)
+            if isinstance(owner, AllocationCounter):
+                callback = owner._free_cb
+            else:
+                callback = _FREE_CALLBACK(free)
+            self._free_callback = callback  # kept alive with the function
+            free_address = ctypes.cast(callback, ctypes.c_void_p).value
+        native_params = []
         for spec in self.params:
             if isinstance(spec, TensorSpec):
-                desc = memref_descriptor_type(len(spec.shape))()
-                if spec.shape:
-                    _fill_static(desc, spec)
-                self._descs.append(desc)
-                self._scalars.append(None)
-                slots.append(ctypes.pointer(ctypes.pointer(desc)))
+                native_params.append(("tensor", spec.dtype, spec.shape, spec.donated))
             else:
-                slot = spec.ctype()
-                self._descs.append(None)
-                self._scalars.append(slot)
-                slots.append(ctypes.pointer(slot))
-        self._slots = slots  # keeps the pointed-to objects alive
-        self._packed = (ctypes.c_void_p * max(1, len(slots)))(
-            *[ctypes.cast(p, ctypes.c_void_p) for p in slots])
-        self._cfunc = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+                native_params.append(("scalar", _SCALAR_CODES.get(spec.type_text, "x")))
+        native_results = [(int(a), r.dtype, r.shape) for r, a in zip(self.results, self.returned_args)]
+        super().__init__(name, self.address, native_params, native_results, free_address,
+                         [tuple(site) for site in sites], shared_state)
         self._tensor_indices = [i for i, s in enumerate(self.params) if isinstance(s, TensorSpec)]
         self._donated_indices = [i for i in self._tensor_indices if self.params[i].donated]
 
-    # -- argument checks ---------------------------------------------------
+    # -- argument checks (the native call's slow path and messages) --------
 
     def _error(self, index, message, kind=ValueError):
         return kind(f"@{self.name}: argument #{index} ({self.params[index].type_text}"
@@ -368,77 +366,53 @@ class EntryFunction:
             raise self._error(index, f"{value} does not fit in {spec.type_text}")
         return value
 
-    def _check_overlaps(self, arrays, pointers):
-        """A donated array is written: it must not share memory with any
-        other argument (the program would read its new contents). Arrays
-        passed to the JIT are contiguous, so each occupies exactly
-        ``[pointer, pointer + nbytes)``."""
-        params = self.params
-        for i in self._donated_indices:
-            low, high = pointers[i], pointers[i] + params[i].nbytes
-            for j in self._tensor_indices:
-                if j != i and pointers[j] < high and low < pointers[j] + params[j].nbytes:
-                    if params[i].nbytes and params[j].nbytes:
-                        raise self._error(i, f"a donated array must not share memory with argument #{j}")
+    def _slow_argument(self, index, value):
+        """Native slow path of a tensor argument: the array to pass."""
+        return self._check_array(index, self.params[index], value)
 
-    # -- the call ----------------------------------------------------------
+    def _slow_scalar(self, index, value):
+        """Native slow path of a scalar argument: the bytes of its C value."""
+        spec = self.params[index]
+        return bytes(spec.ctype(self._check_scalar(index, spec, value)))
 
-    def __call__(self, *args):
-        params = self.params
-        if len(args) != len(params):
-            raise TypeError(f"@{self.name} takes {len(params)} argument(s), got {len(args)}")
-        arrays = list(args)
-        pointers = [0] * len(params)
-        descs = self._descs
-        for i, spec in enumerate(params):
-            value = args[i]
-            desc = descs[i]
-            if desc is not None:
-                if (type(value) is not np.ndarray or value.dtype != spec.dtype
-                        or value.shape != spec.shape):
-                    value = self._check_array(i, spec, value)
-                    arrays[i] = value
-                flags = value.flags
-                if not flags.c_contiguous or (spec.donated and not flags.writeable):
-                    value = self._check_array(i, spec, value)
-                    arrays[i] = value
-                pointer = value.__array_interface__["data"][0]
-                pointers[i] = pointer
-                desc.allocated = pointer
-                desc.aligned = pointer
+    def _raise_overlap(self, index, other):
+        raise self._error(index, f"a donated array must not share memory with argument #{other}")
+
+    # -- measurement helpers --------------------------------------------------
+
+    @property
+    def _cfunc(self):
+        """The packed C interface as a ctypes function (benchmarks' floor)."""
+        return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.address)
+
+    def packed_arguments(self, *args):
+        """A ctypes ``void *[]`` of the packed interface for ``args`` (no
+        checks; the arrays must stay alive): ``fn._cfunc(fn.packed_arguments(x))``
+        is the bare compiled call that benchmarks compare the call path with.
+        Result buffers of such calls are leaked."""
+        jit_results = [r for r, a in zip(self.results, self.returned_args) if a < 0]
+        slots, keep = [], []
+        if len(jit_results) == 1:
+            result = memref_descriptor_type(len(jit_results[0].shape))()
+        elif jit_results:
+            fields = [(f"r{i}", memref_descriptor_type(len(r.shape))) for i, r in enumerate(jit_results)]
+            result = type("results", (ctypes.Structure,), {"_fields_": fields})()
+        else:
+            result = None
+        if result is not None:
+            slots.append(ctypes.pointer(ctypes.pointer(result)))
+        for spec, value in zip(self.params, args):
+            if isinstance(spec, TensorSpec):
+                desc = memref_descriptor_type(len(spec.shape))()
+                if spec.shape:
+                    _fill_static(desc, spec)
+                desc.allocated = desc.aligned = value.__array_interface__["data"][0]
+                slots.append(ctypes.pointer(ctypes.pointer(desc)))
             else:
-                self._scalars[i].value = self._check_scalar(i, spec, value)
-        if self._donated_indices:
-            self._check_overlaps(arrays, pointers)
-        self._cfunc(self._packed)
-        return self._collect(arrays)
-
-    def _collect(self, arrays):
-        outs = []
-        owners = {}
-        jit = iter(zip(self._jit_results, self._result_descs))
-        for spec, arg in zip(self.results, self.returned_args):
-            if arg >= 0:
-                outs.append(arrays[arg])
-                continue
-            spec, desc = next(jit)
-            allocated = desc.allocated or 0
-            owner = owners.get(allocated)
-            if owner is None:
-                owner = owners[allocated] = _Owner(allocated, self._free)
-            address = (desc.aligned or 0) + desc.offset * spec.dtype.itemsize
-            if spec.nbytes == 0:
-                array = np.empty(spec.shape, spec.dtype)
-            else:
-                buffer = (ctypes.c_char * spec.nbytes).from_address(address)
-                buffer._tdf_owner = owner
-                array = np.frombuffer(buffer, spec.dtype).reshape(spec.shape)
-            outs.append(array)
-        if not outs:
-            return None
-        if len(outs) == 1:
-            return outs[0]
-        return tuple(outs)
+                slots.append(ctypes.pointer(spec.ctype(value)))
+        packed = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.cast(p, ctypes.c_void_p) for p in slots])
+        packed._tdf_keep = (slots, result, args)
+        return packed
 
     def __repr__(self):
         return f"<tdf entry @{self.name}({', '.join(map(repr, self.params))})>"

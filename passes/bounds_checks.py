@@ -1,0 +1,432 @@
+"""``tdf-bounds-checks``: run-time checks of every dynamic index, offset,
+size and stride of the ops that read or write tensor/memref elements.
+
+Checked ops: ``tensor.extract``, ``tensor.insert``, ``tensor.extract_slice``,
+``tensor.insert_slice``, ``tensor.parallel_insert_slice``, ``memref.load``,
+``memref.store`` and ``memref.subview`` (what the tensor ops become after
+bufferization, and what memref kernels use). For an element access, every
+index ``i`` of dimension ``d`` must satisfy ``0 <= i < dim(d)``; for a slice,
+offset ``o``, size ``s`` and stride ``t`` must satisfy ``0 <= s <= dim(d)``
+and ``o + (s - 1) * t < dim(d)`` with ``0 <= o`` (``o <= dim(d)`` when
+``s = 0``), ``t >= 0``.
+
+A check that cannot be proven at compile time becomes::
+
+    %fail = arith.cmpi ugt, %pos, %c7 : index
+    scf.if %fail {
+      func.call @tdf_rt_bounds_error(%site, %pos, %size, %stride, %dim)
+    }
+
+``tdf_rt_bounds_error`` is the tdf runtime's (``python/src/Runtime.cpp``): it
+records the failure and returns to the native call trampoline, which raises
+``IndexError`` (it never returns into the compiled code). ``%site`` indexes
+the module attribute ``tdf.runtime_sites`` (function, op, location,
+dimension). Unsigned comparisons make one compare cover both ends.
+
+**Placement.** A check is hoisted as early as its operands allow *within
+the op's own block*: right after the last op of that block defining one of
+the checked values, else at the start of the block. A block runs from its
+start to its terminator, so the check runs exactly when the op would; it
+only runs sooner. In particular an index that is a function argument (the
+KV step's ``%pos``) is checked before the function writes anything. Checks
+never move out of a region (a branch not taken or a loop that runs zero
+times checks nothing).
+
+**Proven in range, no check.** Constants, ``scf.for``/``scf.parallel``/
+``affine.for`` induction variables with constant bounds, and ``arith``
+``addi``/``subi``/``muli``/``remui``/``remsi``/``divui``/``index_cast`` of
+such values get an interval; a check the interval proves is dropped (the
+loops of a memref kernel over its own shape cost nothing).
+
+Before::
+
+    func.func @step(%cache: tensor<8x4xf32>, %row: tensor<1x4xf32>, %pos: index) -> tensor<8x4xf32> {
+      %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 4] [1, 1]
+          : tensor<1x4xf32> into tensor<8x4xf32>
+      return %new : tensor<8x4xf32>
+    }
+
+After::
+
+    func.func @step(%cache: tensor<8x4xf32>, %row: tensor<1x4xf32>, %pos: index) -> tensor<8x4xf32> {
+      %c7 = arith.constant 7 : index
+      %fail = arith.cmpi ugt, %pos, %c7 : index
+      scf.if %fail {
+        ...
+        func.call @tdf_rt_bounds_error(%c0_i64, %p, %c1_i64, %c1_i64, %c8_i64) : (i64, i64, i64, i64, i64) -> ()
+      }
+      %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 4] [1, 1] ...
+
+No options. Statistics: ``checks`` (run-time checks inserted), ``proven``
+(dimensions proven in range at compile time).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from ._ir import collect_ops, has_body
+from ._runtime_sites import BOUNDS_ERROR, SiteTable, declare, emit_failure_branch
+from .registry import PassContext, register_pass
+
+__all__ = ["bounds_checks", "CHECKED_OPS"]
+
+# op name → (index of the checked tensor/memref operand, kind).
+CHECKED_OPS = {
+    "tensor.extract": (0, "index"),
+    "tensor.insert": (1, "index"),
+    "memref.load": (0, "index"),
+    "memref.store": (1, "index"),
+    "tensor.extract_slice": (0, "slice"),
+    "tensor.insert_slice": (1, "slice"),
+    "tensor.parallel_insert_slice": (1, "slice"),
+    "memref.subview": (0, "slice"),
+}
+_DYNAMIC_SIZE = None
+_DYNAMIC_OFFSET = None
+_MAX_DEPTH = 24
+
+
+def _dynamic_markers():
+    global _DYNAMIC_SIZE, _DYNAMIC_OFFSET
+    if _DYNAMIC_SIZE is None:
+        _DYNAMIC_SIZE = ir.ShapedType.get_dynamic_size()
+        _DYNAMIC_OFFSET = ir.ShapedType.get_dynamic_stride_or_offset()
+    return _DYNAMIC_SIZE, _DYNAMIC_OFFSET
+
+
+# ------------------------------------------------------------ intervals
+
+
+def _int_attr(op, name="value"):
+    try:
+        return ir.IntegerAttr(op.attributes[name]).value
+    except (ValueError, KeyError):
+        return None
+
+
+def _affine_constant(map_attr):
+    try:
+        amap = ir.AffineMapAttr(map_attr).value
+    except ValueError:
+        return None
+    if amap.n_inputs != 0 or len(amap.results) != 1:
+        return None
+    text = str(amap.results[0])
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _interval(value, depth=0):
+    """A sound ``(low, high)`` of an index/integer value, or None."""
+    if depth > _MAX_DEPTH:
+        return None
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        parent = owner.owner
+        if parent is None:
+            return None
+        arg = ir.BlockArgument(value).arg_number
+        name = parent.name
+        if name == "scf.for" and arg == 0:
+            lb, ub, step = parent.operands[0], parent.operands[1], parent.operands[2]
+            low, high, s = _interval(lb, depth + 1), _interval(ub, depth + 1), _interval(step, depth + 1)
+            if low is None or high is None or s is None or s[0] <= 0:
+                return None
+            return (low[0], max(low[0], high[1] - 1))
+        if name == "scf.parallel":
+            n = (len(parent.operands) - 0)
+            segments = list(ir.DenseI32ArrayAttr(parent.attributes["operandSegmentSizes"]))
+            rank = segments[0]
+            if arg >= rank or n < 3 * rank:
+                return None
+            low = _interval(parent.operands[arg], depth + 1)
+            high = _interval(parent.operands[rank + arg], depth + 1)
+            step = _interval(parent.operands[2 * rank + arg], depth + 1)
+            if low is None or high is None or step is None or step[0] <= 0:
+                return None
+            return (low[0], max(low[0], high[1] - 1))
+        if name == "affine.for" and arg == 0 and len(parent.operands) == 0:
+            low = _affine_constant(parent.attributes["lowerBoundMap"]) \
+                if "lowerBoundMap" in parent.attributes else None
+            high = _affine_constant(parent.attributes["upperBoundMap"]) \
+                if "upperBoundMap" in parent.attributes else None
+            step = _int_attr(parent, "step")
+            if low is None or high is None or step is None or step <= 0:
+                return None
+            return (low, max(low, high - 1))
+        return None
+    op = owner.operation
+    name = op.name
+    if name == "arith.constant":
+        v = _int_attr(op)
+        return None if v is None else (v, v)
+    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi"):
+        return _interval(op.operands[0], depth + 1)
+    if name in ("arith.addi", "arith.subi", "arith.muli", "arith.remui", "arith.remsi",
+                "arith.divui", "arith.minsi", "arith.maxsi"):
+        a = _interval(op.operands[0], depth + 1)
+        b = _interval(op.operands[1], depth + 1)
+        if name in ("arith.remui", "arith.remsi"):
+            if a is not None and a[0] >= 0 and b is not None and b[0] > 0:
+                return (0, min(a[1], b[1] - 1))
+            return None
+        if a is None or b is None:
+            return None
+        if name == "arith.addi":
+            return (a[0] + b[0], a[1] + b[1])
+        if name == "arith.subi":
+            return (a[0] - b[1], a[1] - b[0])
+        if name == "arith.muli":
+            products = [x * y for x in a for y in b]
+            return (min(products), max(products))
+        if name == "arith.divui":
+            if a[0] >= 0 and b[0] > 0:
+                return (a[0] // b[1], a[1] // b[0])
+            return None
+        if name == "arith.minsi":
+            return (min(a[0], b[0]), min(a[1], b[1]))
+        return (max(a[0], b[0]), max(a[1], b[1]))
+    return None
+
+
+# -------------------------------------------------------------- helpers
+
+
+def _index_const(n):
+    index = ir.IndexType.get()
+    return ir.Operation.create("arith.constant", results=[index],
+                               attributes={"value": ir.IntegerAttr.get(index, n)}).result
+
+
+def _cmp(predicate, lhs, rhs):
+    predicates = {"eq": 0, "ne": 1, "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.Operation.create(
+        "arith.cmpi", results=[ir.IntegerType.get_signless(1)], operands=[lhs, rhs],
+        attributes={"predicate": ir.IntegerAttr.get(i64, predicates[predicate])}).result
+
+
+def _binary(name, lhs, rhs):
+    return ir.Operation.create(name, results=[lhs.type], operands=[lhs, rhs]).result
+
+
+def _as_value(x):
+    return _index_const(x) if isinstance(x, int) else x
+
+
+def _segments(op):
+    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+
+
+def _slice_parts(op):
+    """(offsets, sizes, strides) of a slice op: each entry an int or a Value."""
+    dyn_size, dyn_offset = _dynamic_markers()
+    segments = _segments(op)
+    start = sum(segments[:-3])
+    operands = list(op.operands)
+    groups = []
+    for k, (attr, marker) in enumerate((("static_offsets", dyn_offset), ("static_sizes", dyn_size),
+                                        ("static_strides", dyn_offset))):
+        dynamic = iter(operands[start + sum(segments[-3:][:k]): start + sum(segments[-3:][:k + 1])])
+        groups.append([next(dynamic) if v == marker else v
+                       for v in ir.DenseI64ArrayAttr(op.attributes[attr])])
+    return groups
+
+
+def _checked_type(op, operand):
+    t = op.operands[operand].type
+    return ir.ShapedType(t)
+
+
+def _range_of(x):
+    return (x, x) if isinstance(x, int) else _interval(x)
+
+
+def _slice_in_bounds(o, s, t, dim) -> bool:
+    """Whether intervals prove the slice dimension in bounds (``dim`` an int)."""
+    ro, rs, rt = _range_of(o), _range_of(s), _range_of(t)
+    if ro is None or rs is None or rt is None:
+        return False
+    if ro[0] < 0 or rs[0] < 0 or rt[0] < 0 or rs[1] > dim:
+        return False
+    if rs[0] == 0:
+        return rs[1] == 0 and ro[1] <= dim
+    return ro[1] + (rs[1] - 1) * rt[1] < dim
+
+
+# ----------------------------------------------------------------- pass
+
+
+class _Anchors:
+    """Positions of ops in their blocks (computed before any insertion)."""
+
+    def __init__(self):
+        self._positions = {}
+
+    def _position(self, op):
+        block = op.block
+        key = block
+        table = self._positions.get(key)
+        if table is None:
+            table = self._positions[key] = {o.operation: i for i, o in enumerate(block.operations)}
+        return table.get(op.operation)
+
+    def insertion_point(self, op, values):
+        """The earliest point of ``op``'s block at which every value of
+        ``values`` is defined."""
+        block = op.operation.block
+        latest, latest_pos = None, -1
+        for value in values:
+            owner = value.owner
+            if isinstance(owner, ir.Block):
+                continue
+            def_op = owner.operation
+            if def_op.block != block:
+                continue
+            pos = self._position(def_op)
+            if pos is not None and pos > latest_pos:
+                latest, latest_pos = def_op, pos
+        if latest is None:
+            first = block.operations[0]
+            return ir.InsertionPoint(first)
+        return ir.InsertionPoint.after(latest)
+
+
+def _anchor_op(op):
+    """The op checks are placed before: a parallel_insert_slice lives in the
+    ``scf.forall.in_parallel`` terminator, whose region takes no other op."""
+    if op.name == "tensor.parallel_insert_slice":
+        return op.parent
+    return op
+
+
+@register_pass(
+    "tdf-bounds-checks",
+    "Check every dynamic index, offset, size and stride of tensor/memref element "
+    "and slice accesses at run time (failure calls the tdf runtime: IndexError)",
+    statistics=[("checks", "Run-time bounds checks inserted"),
+                ("proven", "Dimensions proven in bounds at compile time")],
+)
+def bounds_checks(op, ctx: PassContext) -> None:
+    """See the module docstring."""
+    module = op
+    sites = SiteTable(module)
+    targets = []
+    for func in collect_ops(module, "func.func"):
+        if has_body(func):
+            targets += collect_ops(func, CHECKED_OPS)
+    anchors = _Anchors()
+    plans = []
+    for target in targets:
+        plan = _plan(target, ctx)
+        if plan:
+            anchor = _anchor_op(target)
+            plans.append((target, anchor, plan))
+    inserted = False
+    for target, anchor, plan in plans:
+        needed = [v for check in plan for v in check["values"]]
+        with anchors.insertion_point(anchor, needed), target.location:
+            for check in plan:
+                _emit(target, check, sites)
+                ctx.statistic("checks")
+                inserted = True
+    if inserted:
+        declare(module, BOUNDS_ERROR)
+        sites.store()
+
+
+def _plan(op, ctx):
+    """The run-time checks ``op`` needs: a list of dicts (kind, dimension,
+    index/offset/size/stride as ints or Values, values needing definition)."""
+    operand, kind = CHECKED_OPS[op.name]
+    shaped = _checked_type(op, operand)
+    if not shaped.has_rank:
+        return []
+    source = op.operands[operand]
+    shape = list(shaped.shape)
+    dyn_size, _ = _dynamic_markers()
+    checks = []
+    if kind == "index":
+        start = operand + 1
+        indices = list(op.operands)[start:start + len(shape)]
+        for d, index in enumerate(indices):
+            dim = shape[d]
+            if dim != dyn_size:
+                r = _interval(index)
+                if r is not None and 0 <= r[0] and r[1] < dim:
+                    ctx.statistic("proven")
+                    continue
+            values = [index] + ([source] if dim == dyn_size else [])
+            checks.append({"kind": "index", "dim": d, "offset": index, "size": 1, "stride": 1,
+                           "bound": dim, "source": source, "values": values})
+        return checks
+    offsets, sizes, strides = _slice_parts(op)
+    for d in range(min(len(shape), len(offsets))):
+        o, s, t, dim = offsets[d], sizes[d], strides[d], shape[d]
+        if dim != dyn_size and _slice_in_bounds(o, s, t, dim):
+            if not all(isinstance(x, int) for x in (o, s, t)):
+                ctx.statistic("proven")
+            continue
+        values = [x for x in (o, s, t) if not isinstance(x, int)]
+        if dim == dyn_size:
+            values.append(source)
+        checks.append({"kind": "slice", "dim": d, "offset": o, "size": s, "stride": t,
+                       "bound": dim, "source": source, "values": values})
+    return checks
+
+
+def _dim_value(check):
+    dyn_size, _ = _dynamic_markers()
+    if check["bound"] != dyn_size:
+        return check["bound"]
+    source = check["source"]
+    name = "tensor.dim" if isinstance(source.type, ir.RankedTensorType) else "memref.dim"
+    return ir.Operation.create(name, results=[ir.IndexType.get()],
+                               operands=[source, _index_const(check["dim"])]).result
+
+
+def _emit(op, check, sites):
+    dim = _dim_value(check)
+    o, s, t = check["offset"], check["size"], check["stride"]
+    if check["kind"] == "index":
+        if isinstance(dim, int):
+            fail = _cmp("ugt", o, _index_const(dim - 1)) if dim > 0 else _cmp("uge", o, _index_const(0))
+        else:
+            fail = _cmp("uge", o, dim)
+    else:
+        fail = _slice_failure(o, s, t, dim)
+    site = sites.add(check["kind"], op, check["dim"])
+    emit_failure_branch(fail, BOUNDS_ERROR, [site, _as_value(o), _as_value(s), _as_value(t),
+                                            _as_value(dim)])
+
+
+def _slice_failure(o, s, t, dim):
+    """An i1 that is true when the slice dimension is out of bounds."""
+    if isinstance(s, int) and isinstance(t, int) and t == 1 and isinstance(dim, int):
+        if s > dim or s < 0:
+            return _cmp("eq", _index_const(0), _index_const(0))  # always fails
+        return _cmp("ugt", _as_value(o), _index_const(dim - s))
+    o_v, s_v, t_v, d_v = (_as_value(x) for x in (o, s, t, dim))
+    zero, one = _index_const(0), _index_const(1)
+    size_bad = _cmp("ugt", s_v, d_v)                          # s < 0 or s > dim
+    if isinstance(t, int) and t == 1:
+        room = _binary("arith.subi", d_v, s_v)
+        return _binary("arith.ori", size_bad, _cmp("ugt", o_v, room))
+    # General stride: s == 0 → o <= dim; s >= 1 → o < dim and
+    # t <= (dim - 1 - o) / (s - 1) (no overflow: the division bounds t).
+    empty = _cmp("eq", s_v, zero)
+    empty_bad = _cmp("ugt", o_v, d_v)
+    start_bad = _cmp("uge", o_v, d_v)
+    room = _binary("arith.subi", _binary("arith.subi", d_v, one), o_v)
+    many = _cmp("ugt", s_v, one)
+    denominator = ir.Operation.create("arith.select", results=[s_v.type],
+                                      operands=[many, _binary("arith.subi", s_v, one), one]).result
+    max_stride = _binary("arith.divui", room, denominator)
+    stride_bad = _binary("arith.andi", many, _cmp("ugt", t_v, max_stride))
+    nonempty_bad = _binary("arith.ori", start_bad, stride_bad)
+    bad = ir.Operation.create("arith.select", results=[empty.type],
+                              operands=[empty, empty_bad, nonempty_bad]).result
+    return _binary("arith.ori", size_bad, bad)
