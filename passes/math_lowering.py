@@ -36,6 +36,21 @@ from .registry import PassContext, register_pass
 #: The math part of the CPU lowering, in order (see the module docstring).
 LIBM_OPS = ("acosh", "asinh", "atanh", "cbrt", "erf", "erfc", "expm1", "log1p")
 
+#: f32 ops that ``tdf-math-approximation`` turns into upstream's polynomials
+#: by default: the ones whose measured error stays within 4 ulp on the whole
+#: f32 range, edge values included (docs/Codegen.md has the table). ``log``,
+#: ``log2`` and ``exp`` qualify only after ``tdf-rescale-subnormal-math``. Not here:
+#: ``sin``/``cos`` (inf for |x| >= ~1e30: no full range reduction), ``atan``
+#: (~40 ulp), ``atan2`` (wrong sign for -0), ``cbrt`` (NaN for inf),
+#: ``erfc`` (0 instead of subnormal results).
+APPROXIMATED_OPS = ("acos", "asin", "erf", "exp", "expm1", "log", "log1p", "log2", "tanh")
+
+#: Math ops to vectorizable polynomials (f32), before loops are lowered.
+APPROXIMATE_MATH = [
+    "tdf-rescale-subnormal-math",
+    "tdf-math-approximation{ops=" + ",".join(APPROXIMATED_OPS) + "}",
+]
+
 MATH_TO_LLVM = [
     "tdf-expand-math",
     "math-expand-ops{ops=clampf}",
@@ -119,3 +134,82 @@ def expand_math(op, ctx: PassContext) -> None:
         inner.erase()
         ctx.statistic("expanded")
 
+
+
+_LN2 = 0.6931471805599453
+_SCALE_EXP = {"f32": 24}
+# Below this input f32 exp's result is subnormal (ln of the smallest normal).
+_EXP_SUBNORMAL = -87.33654475
+
+
+@register_pass(
+    "tdf-rescale-subnormal-math",
+    "Keep f32 math.log/log2 of subnormal inputs and math.exp with subnormal results exact "
+    "under tdf-math-approximation (rescaled arguments)",
+    statistics=[("rescaled", "math.log/log2/exp ops rescaled")],
+)
+def rescale_subnormal_math(op, ctx: PassContext) -> None:
+    """Upstream's polynomial ``log``/``log2`` read the exponent field, so a
+    subnormal input (exponent field 0) comes out as ``log(2^-126)`` (up to
+    16 units wrong), and its ``exp`` flushes subnormal results to 0. This
+    pass, run before ``tdf-math-approximation``, rewrites f32 scalars and
+    vectors so that the approximated op only sees arguments it is accurate
+    for; every other input takes the unchanged path (a select):
+
+    - ``log``/``log2``: ``|x| < 2^-126`` → ``log(x * 2^24) - 24 log 2``
+      (``- 24`` for ``log2``); 0, negative, inf and NaN are unaffected;
+    - ``exp``: ``x < ln(2^-126)`` → ``exp(x / 2)^2`` (both halves normal,
+      the product rounds once into the subnormal range).
+
+    Before::
+
+        %y = math.log %x : f32
+
+    After::
+
+        %small = arith.cmpf olt, %abs_x, %min_normal : f32
+        %scaled = arith.mulf %x, %two_24 : f32
+        %in = arith.select %small, %scaled, %x : f32
+        %l = math.log %in {tdf.rescaled} : f32
+        %fixed = arith.addf %l, %minus_24_ln2 : f32
+        %y = arith.select %small, %fixed, %l : f32
+    """
+    for inner in collect_ops(op, ("math.log", "math.log2", "math.exp")):
+        x = inner.operands[0]
+        element = _element_name(x.type)
+        if element != "f32" or "tdf.rescaled" in inner.attributes:
+            continue
+        k = _SCALE_EXP[element]
+        result = inner.results[0]
+        cond_type = ir.IntegerType.get_signless(1)
+        if isinstance(x.type, ir.VectorType):
+            cond_type = ir.VectorType.get(ir.VectorType(x.type).shape, cond_type)
+
+        def binary(name, lhs, rhs):
+            return ir.Operation.create(name, results=[x.type], operands=[lhs, rhs]).result
+
+        with ir.InsertionPoint(inner), inner.location:
+            if inner.name == "math.exp":
+                small = _cmpf(_OLT, x, _float_const(x.type, _EXP_SUBNORMAL), cond_type)
+                scaled = binary("arith.mulf", x, _float_const(x.type, 0.5))
+            else:
+                absolute = ir.Operation.create("math.absf", results=[x.type], operands=[x]).result
+                small = _cmpf(_OLT, absolute, _float_const(x.type, _SMALLEST_NORMAL[element]),
+                              cond_type)
+                scaled = binary("arith.mulf", x, _float_const(x.type, 2.0 ** k))
+            chosen = ir.Operation.create("arith.select", results=[x.type],
+                                         operands=[small, scaled, x]).result
+        inner.operands[0] = chosen
+        inner.attributes["tdf.rescaled"] = ir.UnitAttr.get()
+        uses = [(u.owner, u.operand_number) for u in result.uses]
+        with ir.InsertionPoint.after(inner), inner.location:
+            if inner.name == "math.exp":
+                fixed = binary("arith.mulf", result, result)
+            else:
+                shift = -k * _LN2 if inner.name == "math.log" else -float(k)
+                fixed = binary("arith.addf", result, _float_const(x.type, shift))
+            final = ir.Operation.create("arith.select", results=[x.type],
+                                        operands=[small, fixed, result]).result
+        for owner, number in uses:
+            owner.operands[number] = final
+        ctx.statistic("rescaled")

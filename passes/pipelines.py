@@ -95,7 +95,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ._ir import arg_dicts, collect_ops, function_type, has_body, is_public, sym_name
-from .math_lowering import MATH_TO_LLVM
+from .math_lowering import APPROXIMATE_MATH, MATH_TO_LLVM
 from .registry import PassContext, PassOption, register_pass, register_pipeline
 
 # The One-Shot Bufferize configuration of every tdf pipeline (CPU, GPU and
@@ -456,6 +456,7 @@ def bufferize_pipeline(options: dict) -> str:
 LOWER_TO_LLVM = [
     "convert-bufferization-to-memref",
     "tdf-strided-copies-to-loops",
+    *APPROXIMATE_MATH,
     "convert-linalg-to-loops",
     "lower-affine",
     "tdf-widen-i1-memrefs",
@@ -474,16 +475,22 @@ LOWER_TO_LLVM = [
 ]
 
 
-def lower_to_llvm(count_allocations: bool = False) -> list[str]:
+def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True) -> list[str]:
     """The LLVM lowering after ``tdf-bufferize`` (:data:`LOWER_TO_LLVM`);
     ``count_allocations`` lowers allocations to the generic
     ``_mlir_memref_to_llvm_*`` functions so that a runtime can count them
     (``use-aligned-alloc``: an aligned allocation asks for its exact size
-    instead of size + alignment padding, so counted bytes are memref bytes)."""
+    instead of size + alignment padding, so counted bytes are memref bytes).
+    ``approximate_math=False`` leaves out :data:`APPROXIMATE_MATH` (every
+    math op through libm / LLVM intrinsics: the reference the approximations
+    are tested against)."""
+    passes = list(LOWER_TO_LLVM)
+    if not approximate_math:
+        passes = [p for p in passes if p not in APPROXIMATE_MATH]
     if not count_allocations:
-        return list(LOWER_TO_LLVM)
+        return passes
     return [p + "{use-generic-functions use-aligned-alloc}" if p == "finalize-memref-to-llvm" else p
-            for p in LOWER_TO_LLVM]
+            for p in passes]
 
 
 @register_pipeline(
@@ -497,6 +504,8 @@ def lower_to_llvm(count_allocations: bool = False) -> list[str]:
                    "Functional baseline: no in-place rewrite, copy before every write"),
         PassOption("count-allocations", bool, False,
                    "Lower allocations to the generic _mlir_memref_to_llvm_* functions (for counting)"),
+        PassOption("approximate-math", bool, True,
+                   "f32 exp/log/tanh/... as vectorizable polynomials (tdf-math-approximation)"),
     ],
 )
 def lower_to_cpu_pipeline(options: dict) -> str:
@@ -508,5 +517,5 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     if options["strict"]:
         passes.append("tdf-verify-inplace{strict=true}")
     passes.append("tdf-bufferize{copy-before-write=true}" if copy_before_write else "tdf-bufferize")
-    passes += lower_to_llvm(options["count-allocations"])
+    passes += lower_to_llvm(options["count-allocations"], options["approximate-math"])
     return ", ".join(passes)
