@@ -68,7 +68,10 @@ class _Signature:
         for atom in jaxpr.outvars:
             if isinstance(atom, jcore.Literal):
                 self.outputs.append(("literal", np.asarray(atom.val, dtype=atom.aval.dtype)))
-            elif atom in positions:
+            elif atom in positions and not donated[positions[atom]]:
+                # A non-donated argument is never written: copy it in Python.
+                # A donated one is a result of the compiled function, so the
+                # program knows its old value is still needed.
                 self.outputs.append(("arg", positions[atom]))
             elif atom in const_positions:
                 self.outputs.append(("const", const_positions[atom]))
@@ -129,9 +132,12 @@ def _build_module(sig: _Signature, name: str):
     with ctx, ir.Location.unknown(ctx):
         module = ir.Module.create()
         tr = Translator(name)
-        arg_types = [tensor_type(a, "argument: ") for a in sig.in_avals]
-        const_types = [tensor_type(v.aval, "constant: ") for v in sig.closed.jaxpr.constvars]
-        result_types = [tensor_type(v.aval, "result: ") for v in sig.results]
+        tr.check_dtypes(sig.closed.jaxpr)
+        arg_types = [tensor_type(a, f"{name}: argument leaf #{i}: ")
+                     for i, a in enumerate(sig.in_avals)]
+        const_types = [tensor_type(v.aval, f"{name}: constant: ") for v in sig.closed.jaxpr.constvars]
+        result_types = [tensor_type(v.aval, f"{name}: result leaf #{i}: ")
+                        for i, v in enumerate(sig.results)]
         with ir.InsertionPoint(module.body):
             fn = func.FuncOp("main", ir.FunctionType.get(arg_types + const_types, result_types))
             attrs = []
@@ -145,6 +151,8 @@ def _build_module(sig: _Signature, name: str):
                 jaxpr = sig.closed.jaxpr
                 env_outs = tr.inline(jaxpr.replace(outvars=list(sig.results)), args[:n],
                                      consts=args[n:])
+                # A result returned twice by the function would alias: the
+                # duplicates are copies made in Python (see _Signature).
                 func.ReturnOp(env_outs)
         if not module.operation.verify():  # pragma: no cover - raises instead
             raise TDFError("internal error: the imported module does not verify")

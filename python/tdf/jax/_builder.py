@@ -120,11 +120,23 @@ class Translator:
     def __init__(self, filename: str = "<jax>"):
         self.filename = filename
         self.eqn = None
+        self.stack = []
 
     # -- errors and locations ---------------------------------------------
 
+    def _user_location(self):
+        """The innermost user source location of the current equation or of
+        the calls it is nested in (library functions such as ``jnp.sort``
+        run in their own jaxpr, whose equations may have no user frame)."""
+        for eqn in reversed(self.stack):
+            where = user_location(eqn.source_info)
+            if where is not None:
+                return where
+        return None
+
     def where(self) -> str:
-        return describe(self.eqn.source_info) if self.eqn is not None else "<unknown location>"
+        where = self._user_location()
+        return f"{where[0]}:{where[1]}:{where[2]}" if where else "<unknown location>"
 
     def unsupported(self, what: str) -> UnsupportedPrimitiveError:
         name = self.eqn.primitive.name if self.eqn is not None else "?"
@@ -134,7 +146,7 @@ class Translator:
             + " in tdf.jax.jit; supported primitives: see docs/Frontend.md")
 
     def location(self, eqn) -> ir.Location:
-        where = user_location(eqn.source_info)
+        where = self._user_location()
         if where is None:
             return ir.Location.name(eqn.primitive.name)
         return ir.Location.file(where[0], where[1], where[2])
@@ -160,12 +172,19 @@ class Translator:
         outer = self.eqn
         for eqn in jaxpr.eqns:
             self.eqn = eqn
+            self.stack.append(eqn)
             fn = RULES.get(eqn.primitive.name)
             if fn is None:
                 raise self.unsupported("")
+            for var in list(eqn.invars) + list(eqn.outvars):
+                try:
+                    element_type(var.aval.dtype)
+                except UnsupportedPrimitiveError:
+                    raise self.unsupported(f"dtype {var.aval.dtype}") from None
             ins = [self._read(env, atom) for atom in eqn.invars]
             with self.location(eqn):
                 outs = fn(self, eqn, ins)
+            self.stack.pop()
             if len(outs) != len(eqn.outvars):
                 raise TDFError(f"internal error: rule for {eqn.primitive.name} returned "
                                f"{len(outs)} values for {len(eqn.outvars)} outputs")
@@ -174,6 +193,20 @@ class Translator:
                     env[var] = value
         self.eqn = outer
         return [self._read(env, atom) for atom in jaxpr.outvars]
+
+    def check_dtypes(self, jaxpr):
+        """Raises :meth:`unsupported` (naming the primitive and the source
+        line) at the first equation with a dtype tdf cannot represent."""
+        for eqn in jaxpr.eqns:
+            self.eqn = eqn
+            self.stack.append(eqn)
+            for var in list(eqn.invars) + list(eqn.outvars):
+                try:
+                    element_type(var.aval.dtype)
+                except UnsupportedPrimitiveError:
+                    raise self.unsupported(f"dtype {var.aval.dtype}") from None
+            self.stack.pop()
+        self.eqn = None
 
     def _read(self, env, atom):
         from jax.extend import core as jcore
@@ -368,6 +401,20 @@ class Translator:
         return tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, etype), flat,
                                     [list(range(len(shape)))], [], list(shape)).result
 
+    def unaliased_copy(self, update, dest):
+        """``update`` itself, or a fresh copy of it when it is a view of the
+        same storage as ``dest`` (an in-place write of ``dest`` would read
+        its own output: ``dynamic_update_slice(y, y[:3], (1,))``)."""
+        if _view_root(update) != _view_root(dest):
+            return update
+        t = ir.RankedTensorType(update.type)
+        if t.rank == 0:
+            return self.from_scalar(self.extract(update))
+        dims = self.dims(t.rank)
+        init = self.empty(t.shape, t.element_type)
+        return self.generic([update], [dims], [init], [dims], ["parallel"] * t.rank,
+                            lambda a, _o: [a])[0]
+
     def extract_slice(self, source, offsets, sizes, strides=None, result_shape=None):
         """``tensor.extract_slice``: ``offsets`` are ints or ``index`` values;
         ``result_shape`` (rank-reduced) defaults to ``sizes``."""
@@ -394,3 +441,16 @@ class Translator:
                 static.append(DYNAMIC)
                 dyn.append(v)
         return dyn, static
+
+
+_VIEWS = ("tensor.extract_slice", "tensor.collapse_shape", "tensor.expand_shape", "tensor.cast",
+          "tensor.reshape")
+
+
+def _view_root(value):
+    """The value whose storage ``value`` is a view of."""
+    while True:
+        owner = value.owner
+        if isinstance(owner, ir.Block) or owner.name not in _VIEWS:
+            return value
+        value = owner.operands[0]

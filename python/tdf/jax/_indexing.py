@@ -51,7 +51,7 @@ def _dynamic_update_slice(tr, eqn, args):
         return [update]
     offsets = [tr.clamp_index(tr.extract(s), 0, t.shape[d] - u.shape[d])
                for d, s in enumerate(starts)]
-    return [tr.insert_slice(update, x, offsets, list(u.shape))]
+    return [tr.insert_slice(tr.unaliased_copy(update, x), x, offsets, list(u.shape))]
 
 
 def _fill_value(tr, eqn, dtype, etype):
@@ -134,6 +134,8 @@ def _scatter(tr, eqn, args):
     x, indices, updates = args
     kind = _SCATTER_KINDS[eqn.primitive.name]
     p = eqn.params
+    if kind is None and p.get("update_jaxpr") is not None:
+        raise tr.unsupported("a scatter with a custom update function, e.g. .at[].apply")
     dn = p["dimension_numbers"]
     window_upd = tuple(int(d) for d in dn.update_window_dims)
     inserted = tuple(int(d) for d in dn.inserted_window_dims)
@@ -189,6 +191,7 @@ def _scatter(tr, eqn, args):
                         offsets.append(0)
                         sizes.append(int(ut.shape[d]))
                 source = tr.extract_slice(updates, offsets, sizes, result_shape=upd_window_shape)
+            source = tr.unaliased_copy(source, acc)
             if kind is not None:
                 current = tr.extract_slice(acc, starts, window, result_shape=upd_window_shape)
                 source = _combine_tensors(tr, kind, dtype, current, source)
