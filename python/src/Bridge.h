@@ -89,9 +89,29 @@ void emitDiagnostic(MlirLocation loc, int severity, const std::string &message,
 /// tdf-convert-math-to-libm) with the global pass registry; idempotent.
 void registerMathPasses();
 
-/// Runs the mlir-opt-style driver of tdf-opt with `args` (argv including the
-/// program name) in `context`. Returns the process exit code.
-int optMain(MlirContext context, const std::vector<std::string> &args);
+/// Makes the context tdf-opt processes each input chunk in. `create` returns
+/// a fresh context owned by the caller's side (Python: a Python pass wraps
+/// its context, and the wrapper owns it) with a `handle` for `release`, which
+/// gives it back once the chunk is done; on failure it returns a null context
+/// and sets `error`. Called on the driver's thread without the GIL.
+struct OptContextFactory {
+  MlirContext (*create)(void *userData, void **handle, std::string &error);
+  void (*release)(void *userData, void *handle);
+  void *userData = nullptr;
+};
+
+/// tdf-opt, step 1 (with the GIL: `--help` and bad options exit or return
+/// here): registers mlir-opt's options once per process, takes the dialects
+/// of `registryContext`, and parses `args` (argv including the program name;
+/// `argv` receives the C strings, which must outlive optRun). Returns -1
+/// when optRun should follow, else the exit code.
+int optParse(MlirContext registryContext, const std::vector<std::string> &args,
+             std::vector<const char *> &argv);
+
+/// tdf-opt, step 2 (without the GIL, so that Python passes can run on the
+/// pass manager's threads): mlir-opt's driver on the parsed options. Returns
+/// the exit code.
+int optRun(const OptContextFactory &factory);
 
 } // namespace tdfpy
 

@@ -1,221 +1,517 @@
 //===- OptMain.cpp - the tdf-opt driver -----------------------------------===//
 //
-// An mlir-opt compatible driver that runs inside the Python process, so that
-// passes written in Python are available next to every upstream pass. It
-// supports the mlir-opt options engineers use in lit tests: an input file or
-// `-`, `-o`, `--pass-pipeline=`, one flag per registered pass,
-// `--split-input-file`, `--verify-diagnostics` and the usual printing and
-// instrumentation flags.
+// tdf-opt is mlir-opt with the tdf dialect and tdf's Python passes. It runs
+// inside the Python process (Python passes need the interpreter), where the
+// bindings' libMLIRPythonCAPI.so is the one copy of MLIR; MlirOptMain itself
+// lives only in libMLIR.so, which cannot be loaded next to it.
+//
+// So the driver is assembled from MLIR's own pieces:
+//  * exported by libMLIRPythonCAPI.so: the asm-printer, context and timing
+//    option groups, PassPipelineCLParser, the diagnostic (verifier)
+//    handlers, the parser, the bytecode writer, crash reproducers, remarks;
+//  * not exported there, linked from the dev wheel's static archives (only
+//    those members; every symbol they reference resolves to the shared MLIR,
+//    see python/CMakeLists.txt): MlirOptMainConfig and its options
+//    (MlirOptMain.cpp), splitAndProcessBuffer (ToolUtilities.cpp), the
+//    pass-manager options (PassManagerOptions.cpp), the debug counter and
+//    action tracing options (mlir/lib/Debug), the LLVM remark streamer and
+//    the plugin loaders.
+//
+// What is written here is the part of MlirOptMain.cpp that cannot be reused:
+// MlirOptMain creates each chunk's MLIRContext on its stack, but a Python
+// pass wraps its context in a Python object that owns (and destroys) it. So
+// each chunk's context comes from a factory that returns a context owned by
+// Python (tdf.Context(): every upstream dialect, tdf, loaded), and the rest
+// of processBuffer/performActions follows upstream step by step: the shared
+// thread pool, `Parser` and `Output` timers, round-trip verification,
+// remarks, reproducers, bytecode output, diagnostic filtering and
+// verification.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Bridge.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/CAPI/IR.h"
+#include "mlir/Debug/CLOptionsSetup.h"
+#include "mlir/Debug/Counter.h"
+#include "mlir/Dialect/IRDL/IR/IRDL.h"
+#include "mlir/Dialect/IRDL/IRDLLoading.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Remarks.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Remark/RemarkStreamer.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Support/ToolUtilities.h"
 #include "mlir/Tools/ParseUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Remarks/RemarkFormat.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
+#include <set>
+
 using namespace mlir;
-using llvm::cl::opt;
 
 namespace {
 
-/// Options of the driver. Constructed once per process (tdf-opt runs one
-/// command per process, as mlir-opt does).
-struct DriverOptions {
-  opt<std::string> inputFilename{llvm::cl::Positional,
-                                 llvm::cl::desc("<input file>"),
-                                 llvm::cl::init("-")};
-  opt<std::string> outputFilename{"o", llvm::cl::desc("Output filename"),
-                                  llvm::cl::value_desc("filename"),
-                                  llvm::cl::init("-")};
-  opt<std::string> splitInputFile{
-      "split-input-file", llvm::cl::ValueOptional,
-      llvm::cl::callback([&](const std::string &str) {
-        if (str.empty())
-          splitInputFile.setValue(kDefaultSplitMarker);
-      }),
-      llvm::cl::desc("Split the input file into chunks at the given marker "
-                     "(default '// -----') and process each chunk "
-                     "independently"),
-      llvm::cl::init("")};
-  opt<bool> verifyDiagnostics{
-      "verify-diagnostics",
-      llvm::cl::desc("Check that emitted diagnostics match expected-* lines "
-                     "in the input"),
-      llvm::cl::init(false)};
-  opt<bool> verifyPasses{"verify-each",
-                         llvm::cl::desc("Run the verifier after each pass"),
-                         llvm::cl::init(true)};
-  opt<bool> allowUnregisteredDialects{
-      "allow-unregistered-dialect",
-      llvm::cl::desc("Allow operations of unregistered dialects"),
-      llvm::cl::init(false)};
-  opt<bool> noImplicitModule{
-      "no-implicit-module",
-      llvm::cl::desc("Do not wrap the parsed operations in a builtin.module"),
-      llvm::cl::init(false)};
-  opt<bool> passStatistics{"mlir-pass-statistics",
-                           llvm::cl::desc("Print pass statistics"),
-                           llvm::cl::init(false)};
-  opt<bool> printIRAfterAll{"mlir-print-ir-after-all",
-                            llvm::cl::desc("Print the IR after every pass"),
-                            llvm::cl::init(false)};
-  opt<bool> printIRBeforeAll{"mlir-print-ir-before-all",
-                             llvm::cl::desc("Print the IR before every pass"),
-                             llvm::cl::init(false)};
-  opt<bool> timing{"mlir-timing",
-                   llvm::cl::desc("Display execution times of the passes"),
-                   llvm::cl::init(false)};
-  PassPipelineCLParser passPipeline{"", "Compiler passes to run", "p"};
-
-  static constexpr const char *kDefaultSplitMarker = "// -----";
-};
-
-/// Splits `buffer` at lines equal to `marker`. Each chunk keeps its line
-/// numbers: it is preceded by as many newlines as lines before it, so that
-/// diagnostics point into the original file.
-std::vector<std::string> splitBuffer(StringRef buffer, StringRef marker) {
-  std::vector<std::string> chunks;
-  std::string current;
-  unsigned line = 0, chunkStartLine = 0;
-  auto flush = [&]() {
-    chunks.push_back(std::string(chunkStartLine, '\n') + current);
-    current.clear();
-  };
-  while (!buffer.empty()) {
-    auto [text, rest] = buffer.split('\n');
-    bool hasNewline = text.size() < buffer.size();
-    buffer = rest;
-    if (text.rtrim() == marker) {
-      flush();
-      chunkStartLine = line + 1;
-      current.clear();
-    } else {
-      current += text.str();
-      if (hasNewline)
-        current += '\n';
-    }
-    ++line;
-  }
-  flush();
-  return chunks;
+/// The dialects of tdf-opt: those of the context handed to optParse (every
+/// upstream dialect and extension, and tdf's).
+DialectRegistry &toolRegistry() {
+  static DialectRegistry *registry = new DialectRegistry();
+  return *registry;
 }
 
-LogicalResult processChunk(const DriverOptions &options, MLIRContext *context,
-                           std::shared_ptr<llvm::SourceMgr> sourceMgr,
-                           llvm::raw_ostream &os) {
-  ParserConfig config(context, /*verifyAfterParse=*/true);
-  OwningOpRef<Operation *> op =
-      parseSourceFileForTool(sourceMgr, config, !options.noImplicitModule);
+/// Where `--load-dialect-plugin` registers its dialects (MLIR's option
+/// callback keeps a reference to it for the whole process).
+DialectRegistry &pluginRegistry() {
+  static DialectRegistry *registry = new DialectRegistry();
+  return *registry;
+}
+
+/// The names of every dialect tdf-opt knows, sorted (as
+/// DialectRegistry::getDialectNames lists them).
+std::vector<std::string> dialectNames() {
+  std::set<std::string> names;
+  for (StringRef name : toolRegistry().getDialectNames())
+    names.insert(name.str());
+  for (StringRef name : pluginRegistry().getDialectNames())
+    names.insert(name.str());
+  return {names.begin(), names.end()};
+}
+
+/// The positional input and `-o`, as mlir-opt declares them.
+struct FileOptions {
+  llvm::cl::opt<std::string> inputFilename{
+      llvm::cl::Positional, llvm::cl::desc("<input file>"),
+      llvm::cl::init("-")};
+  llvm::cl::opt<std::string> outputFilename{
+      "o", llvm::cl::desc("Output filename"),
+      llvm::cl::value_desc("filename"), llvm::cl::init("-")};
+};
+
+FileOptions *fileOptions = nullptr;
+
+/// Registers every option mlir-opt registers (once per process).
+void registerOptions() {
+  if (fileOptions)
+    return;
+  fileOptions = new FileOptions();
+  MlirOptMainConfig::registerCLOptions(pluginRegistry());
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  tracing::DebugCounter::registerCLOptions();
+}
+
+/// A context for one chunk, owned by the factory's side (Python) and given
+/// back when the chunk is done.
+class ChunkContext {
+public:
+  explicit ChunkContext(const tdfpy::OptContextFactory &factory)
+      : factory(factory) {
+    MlirContext context = factory.create(factory.userData, &handle, error);
+    if (!mlirContextIsNull(context))
+      this->context = unwrap(context);
+  }
+  ~ChunkContext() {
+    if (context) {
+      // Detach the shared thread pool before the context may outlive it.
+      if (context->isMultithreadingEnabled())
+        context->disableMultithreading();
+      factory.release(factory.userData, handle);
+    }
+  }
+  MLIRContext *get() const { return context; }
+  const std::string &getError() const { return error; }
+
+private:
+  const tdfpy::OptContextFactory &factory;
+  MLIRContext *context = nullptr;
+  void *handle = nullptr;
+  std::string error;
+};
+
+/// Drops warnings, remarks and notes below the configured verbosity
+/// (`--mlir-diagnostic-verbosity-level`, `--mlir-disable-diagnostic-notes`).
+class VerbosityFilter : public ScopedDiagnosticHandler {
+public:
+  VerbosityFilter(MLIRContext *context, VerbosityLevel level, bool showNotes)
+      : ScopedDiagnosticHandler(context) {
+    setHandler([level, showNotes](Diagnostic &diag) -> LogicalResult {
+      // success() swallows the diagnostic; failure() passes it on.
+      switch (diag.getSeverity()) {
+      case DiagnosticSeverity::Error:
+        return failure();
+      case DiagnosticSeverity::Warning:
+        return success(level == VerbosityLevel::ErrorsOnly);
+      case DiagnosticSeverity::Remark:
+        return success(level != VerbosityLevel::ErrorsWarningsAndRemarks);
+      case DiagnosticSeverity::Note:
+        return success(!showNotes);
+      }
+      return failure();
+    });
+  }
+};
+
+/// `--irdl-file`: parses the file and loads the dialects it defines.
+LogicalResult loadIRDLFile(StringRef irdlFile, MLIRContext &context) {
+  DialectRegistry registry;
+  registry.insert<irdl::IRDLDialect>();
+  context.appendDialectRegistry(registry);
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(irdlFile, &errorMessage);
+  if (!file) {
+    emitError(UnknownLoc::get(&context)) << errorMessage;
+    return failure();
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return failure();
+  return irdl::loadDialects(module.get());
+}
+
+/// `--verify-roundtrip` in one format: print `op` (generic text with debug
+/// info, or bytecode), parse it back in a fresh context and compare both
+/// generic forms.
+LogicalResult verifyRoundTrip(Operation *op, const MlirOptMainConfig &config,
+                              bool useBytecode) {
+  MLIRContext roundtripContext;
+  roundtripContext.appendDialectRegistry(
+      op->getContext()->getDialectRegistry());
+  if (op->getContext()->allowsUnregisteredDialects())
+    roundtripContext.allowUnregisteredDialects();
+  StringRef irdlFile = config.getIrdlFile();
+  if (!irdlFile.empty() && failed(loadIRDLFile(irdlFile, roundtripContext)))
+    return failure();
+
+  StringRef kind = useBytecode ? "bytecode" : "textual";
+  OwningOpRef<Operation *> roundtripped;
+  {
+    std::string buffer;
+    llvm::raw_string_ostream os(buffer);
+    if (useBytecode) {
+      if (failed(writeBytecodeToFile(op, os))) {
+        op->emitOpError()
+            << "failed to write bytecode, cannot verify round-trip.\n";
+        return failure();
+      }
+    } else {
+      op->print(os, OpPrintingFlags().printGenericOpForm().enableDebugInfo());
+    }
+    FallbackAsmResourceMap fallbackResourceMap;
+    ParserConfig parseConfig(&roundtripContext, config.shouldVerifyOnParsing(),
+                             &fallbackResourceMap);
+    roundtripped = parseSourceString<Operation *>(buffer, parseConfig);
+    if (!roundtripped) {
+      op->emitOpError() << "failed to parse " << kind
+                        << " content back, cannot verify round-trip.\n";
+      return failure();
+    }
+  }
+  std::string reference, result;
+  {
+    OpPrintingFlags flags = OpPrintingFlags().printGenericOpForm().enableDebugInfo();
+    llvm::raw_string_ostream referenceOs(reference);
+    op->print(referenceOs, flags);
+    llvm::raw_string_ostream resultOs(result);
+    roundtripped.get()->print(resultOs, flags);
+  }
+  if (reference != result)
+    return op->emitOpError()
+           << kind
+           << " roundTrip testing roundtripped module differs from "
+              "reference:\n<<<<<<Reference\n"
+           << reference << "\n=====\n"
+           << result << "\n>>>>>roundtripped\n";
+  return success();
+}
+
+/// Installs the remark engine `--remark-format`, `--remark-policy` and the
+/// `--remarks-filter*` options ask for.
+LogicalResult enableRemarks(MLIRContext &context,
+                            const MlirOptMainConfig &config) {
+  remark::RemarkCategories categories{
+      config.getRemarksAllFilter(), config.getRemarksPassedFilter(),
+      config.getRemarksMissedFilter(), config.getRemarksAnalyseFilter(),
+      config.getRemarksFailedFilter()};
+  auto policy = [&]() -> std::unique_ptr<remark::detail::RemarkEmittingPolicyBase> {
+    if (config.getRemarkPolicy() == RemarkPolicy::REMARK_POLICY_FINAL)
+      return std::make_unique<remark::RemarkEmittingPolicyFinal>();
+    return std::make_unique<remark::RemarkEmittingPolicyAll>();
+  };
+  switch (config.getRemarkFormat()) {
+  case RemarkFormat::REMARK_FORMAT_STDOUT:
+    return remark::enableOptimizationRemarks(context, nullptr, policy(),
+                                             categories,
+                                             /*printAsEmitRemarks=*/true);
+  case RemarkFormat::REMARK_FORMAT_YAML:
+    return remark::enableOptimizationRemarksWithLLVMStreamer(
+        context,
+        config.getRemarksOutputFile().empty() ? "mlir-remarks.yaml"
+                                              : config.getRemarksOutputFile(),
+        llvm::remarks::Format::YAML, policy(), categories);
+  case RemarkFormat::REMARK_FORMAT_BITSTREAM:
+    return remark::enableOptimizationRemarksWithLLVMStreamer(
+        context,
+        config.getRemarksOutputFile().empty() ? "mlir-remarks.bitstream"
+                                              : config.getRemarksOutputFile(),
+        llvm::remarks::Format::Bitstream, policy(), categories);
+  }
+  return success();
+}
+
+/// Parses one chunk, runs the pipeline and prints the result (upstream's
+/// performActions).
+LogicalResult performActions(llvm::raw_ostream &os,
+                             const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+                             MLIRContext *context,
+                             const MlirOptMainConfig &config) {
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  TimingScope timing = timingManager.getRootScope();
+
+  // Parse single-threaded, as mlir-opt does.
+  bool wasThreadingEnabled = context->isMultithreadingEnabled();
+  context->disableMultithreading();
+
+  // Unknown external resources are passed through to the output untouched.
+  PassReproducerOptions reproducerOptions;
+  FallbackAsmResourceMap fallbackResourceMap;
+  ParserConfig parseConfig(context, config.shouldVerifyOnParsing(),
+                           &fallbackResourceMap);
+  if (config.shouldRunReproducer())
+    reproducerOptions.attachResourceParser(parseConfig);
+
+  TimingScope parserTiming = timing.nest("Parser");
+  OwningOpRef<Operation *> op = parseSourceFileForTool(
+      sourceMgr, parseConfig, !config.shouldUseExplicitModule());
+  parserTiming.stop();
   if (!op)
     return failure();
-  PassManager pm(op.get()->getName(), OpPassManager::Nesting::Implicit);
-  pm.enableVerifier(options.verifyPasses);
-  if (options.passStatistics)
-    pm.enableStatistics();
-  bool printBefore = options.printIRBeforeAll;
-  bool printAfter = options.printIRAfterAll;
-  if (printBefore || printAfter)
-    pm.enableIRPrinting(
-        [printBefore](Pass *, Operation *) { return printBefore; },
-        [printAfter](Pass *, Operation *) { return printAfter; },
-        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
-        /*printAfterOnlyOnFailure=*/false, llvm::errs());
-  if (options.timing)
-    pm.enableTiming();
-  auto errorHandler = [&](const Twine &message) {
-    // Option parse errors may already have been printed by the parser.
-    std::string text = message.str();
-    if (!text.empty())
-      emitError(UnknownLoc::get(context)) << text;
+
+  if (config.shouldVerifyRoundtrip()) {
+    LogicalResult textual = verifyRoundTrip(op.get(), config, false);
+    LogicalResult bytecode = verifyRoundTrip(op.get(), config, true);
+    if (failed(textual) || failed(bytecode))
+      return failure();
+  }
+
+  context->enableMultithreading(wasThreadingEnabled);
+  if (failed(enableRemarks(*context, config)))
     return failure();
-  };
-  if (failed(options.passPipeline.addToPipeline(pm, errorHandler)))
+
+  PassManager pm(op.get()->getName(), PassManager::Nesting::Implicit);
+  pm.enableVerifier(config.shouldVerifyPasses());
+  if (failed(applyPassManagerCLOptions(pm)))
     return failure();
-  if (failed(pm.run(op.get())))
+  pm.enableTiming(timing);
+  if (config.shouldRunReproducer() && failed(reproducerOptions.apply(pm)))
     return failure();
-  op.get()->print(os, OpPrintingFlags());
-  os << '\n';
+  if (failed(config.setupPassPipeline(pm)))
+    return failure();
+
+  if (failed(pm.run(*op)))
+    return failure();
+
+  // `--mlir-generate-reproducer`: a reproducer without a crash.
+  if (!config.getReproducerFilename().empty())
+    makeReproducer(pm.getOpAnchorName(), pm.getPasses(), op.get(),
+                   config.getReproducerFilename());
+
+  TimingScope outputTiming = timing.nest("Output");
+  if (config.shouldEmitBytecode()) {
+    BytecodeWriterConfig writerConfig(fallbackResourceMap);
+    if (std::optional<int64_t> version = config.bytecodeVersionToEmit())
+      writerConfig.setDesiredBytecodeVersion(*version);
+    if (config.shouldElideResourceDataFromBytecode())
+      writerConfig.setElideResourceDataFlag();
+    return writeBytecodeToFile(op.get(), os, writerConfig);
+  }
+  if (config.bytecodeVersionToEmit().has_value())
+    return emitError(UnknownLoc::get(pm.getContext()))
+           << "bytecode version while not emitting bytecode";
+  AsmState asmState(op.get(), OpPrintingFlags(), /*locationMap=*/nullptr,
+                    &fallbackResourceMap);
+  os << OpWithState(op.get(), asmState) << '\n';
+
+  // With `--remark-policy=final` the remarks are emitted now.
+  if (remark::detail::RemarkEngine *engine = context->getRemarkEngine())
+    engine->getRemarkEmittingPolicy()->finalize();
   return success();
+}
+
+/// Processes one chunk of the input in a fresh context (upstream's
+/// processBuffer, with the context from `factory`).
+LogicalResult processBuffer(llvm::raw_ostream &os,
+                            std::unique_ptr<llvm::MemoryBuffer> chunkBuffer,
+                            llvm::MemoryBufferRef sourceBuffer,
+                            const MlirOptMainConfig &config,
+                            SourceMgrDiagnosticVerifierHandler *verifyHandler,
+                            llvm::ThreadPoolInterface *threadPool,
+                            const tdfpy::OptContextFactory &factory) {
+  // The whole input comes first: diagnostics are located in it.
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(sourceBuffer,
+                                       /*RequiresNullTerminator=*/false),
+      llvm::SMLoc());
+  sourceMgr->AddNewSourceBuffer(std::move(chunkBuffer), llvm::SMLoc());
+
+  ChunkContext chunkContext(factory);
+  MLIRContext *context = chunkContext.get();
+  if (!context) {
+    llvm::errs() << "tdf-opt: cannot create an MLIR context: "
+                 << chunkContext.getError() << "\n";
+    return failure();
+  }
+  if (!pluginRegistry().getDialectNames().empty())
+    context->appendDialectRegistry(pluginRegistry());
+  // The factory's contexts are single-threaded; share the driver's pool
+  // unless `--mlir-disable-threading`.
+  if (threadPool && !context->isMultithreadingEnabled())
+    context->setThreadPool(*threadPool);
+  if (verifyHandler)
+    verifyHandler->registerInContext(context);
+
+  StringRef irdlFile = config.getIrdlFile();
+  if (!irdlFile.empty() && failed(loadIRDLFile(irdlFile, *context)))
+    return failure();
+
+  context->allowUnregisteredDialects(config.shouldAllowUnregisteredDialects());
+  if (config.shouldVerifyDiagnostics())
+    context->printOpOnDiagnostic(false);
+
+  tracing::InstallDebugHandler debugHandler(*context, config.getDebugConfig());
+
+  if (!config.shouldVerifyDiagnostics()) {
+    SourceMgrDiagnosticHandler sourceMgrHandler(*sourceMgr, context);
+    VerbosityFilter filter(context, config.getDiagnosticVerbosityLevel(),
+                           config.shouldShowNotes());
+    return performActions(os, sourceMgr, context, config);
+  }
+  // Only the diagnostics matter here, checked once the whole input is done.
+  (void)performActions(os, sourceMgr, context, config);
+  return success();
+}
+
+/// Upstream's MlirOptMain on an opened input.
+LogicalResult runDriver(llvm::raw_ostream &outputStream,
+                        std::unique_ptr<llvm::MemoryBuffer> buffer,
+                        const MlirOptMainConfig &config,
+                        const tdfpy::OptContextFactory &factory) {
+  // This context only tells whether `--mlir-disable-threading` is set and
+  // owns the thread pool every chunk shares; Python never sees it.
+  MLIRContext threadPoolContext;
+  llvm::ThreadPoolInterface *threadPool = nullptr;
+  if (threadPoolContext.isMultithreadingEnabled())
+    threadPool = &threadPoolContext.getThreadPool();
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(buffer->getMemBufferRef(),
+                                       /*RequiresNullTerminator=*/false),
+      llvm::SMLoc());
+  // One verifier for the whole input; each chunk's context reports to it.
+  SourceMgrDiagnosticVerifierHandler verifier(sourceMgr, &threadPoolContext,
+                                              config.verifyDiagnosticsLevel());
+  auto processChunk = [&](std::unique_ptr<llvm::MemoryBuffer> chunk,
+                          const llvm::MemoryBufferRef &source,
+                          llvm::raw_ostream &os) {
+    return processBuffer(os, std::move(chunk), source, config,
+                         config.shouldVerifyDiagnostics() ? &verifier : nullptr,
+                         threadPool, factory);
+  };
+  LogicalResult status = splitAndProcessBuffer(
+      llvm::MemoryBuffer::getMemBuffer(buffer->getMemBufferRef(),
+                                       /*RequiresNullTerminator=*/false),
+      processChunk, outputStream, config.inputSplitMarker(),
+      config.outputSplitMarker());
+  if (config.shouldVerifyDiagnostics() && failed(verifier.verify()))
+    status = failure();
+  return status;
 }
 
 } // namespace
 
-int tdfpy::optMain(MlirContext cContext, const std::vector<std::string> &args) {
-  MLIRContext *context = unwrap(cContext);
-  static DriverOptions *options = [] {
-    registerAsmPrinterCLOptions();
-    return new DriverOptions();
-  }();
+int tdfpy::optParse(MlirContext registryContext,
+                    const std::vector<std::string> &args,
+                    std::vector<const char *> &argv) {
+  static bool registryCopied = false;
+  if (!registryCopied) {
+    unwrap(registryContext)->getDialectRegistry().appendTo(toolRegistry());
+    registryCopied = true;
+  }
+  registerOptions();
+  // tdf.cli.main may run more than once in a process.
   llvm::cl::ResetAllOptionOccurrences();
-  std::vector<const char *> argv;
+
+  std::string helpHeader =
+      "tdf modular optimizer driver: mlir-opt with the tdf dialect and tdf's "
+      "Python passes\n\nAvailable Dialects: ";
+  {
+    llvm::raw_string_ostream os(helpHeader);
+    llvm::interleaveComma(dialectNames(), os);
+  }
+  argv.clear();
   for (const std::string &arg : args)
     argv.push_back(arg.c_str());
-  if (!llvm::cl::ParseCommandLineOptions(
-          (int)argv.size(), argv.data(),
-          "tdf modular optimizer driver: mlir-opt with the tdf dialect and "
-          "tdf's Python passes\n",
-          &llvm::errs()))
+  if (!llvm::cl::ParseCommandLineOptions((int)argv.size(), argv.data(),
+                                         helpHeader, &llvm::errs()))
     return 1;
+  return -1;
+}
 
-  context->allowUnregisteredDialects(options->allowUnregisteredDialects);
-  // As mlir-opt: expected-* lines match diagnostics without the op dump.
-  context->printOpOnDiagnostic(!options->verifyDiagnostics);
+int tdfpy::optRun(const OptContextFactory &factory) {
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects()) {
+    llvm::outs() << "Available Dialects: ";
+    llvm::interleave(dialectNames(), llvm::outs(), ",");
+    llvm::outs() << "\n";
+    return 0;
+  }
+  if (config.shouldListPasses()) {
+    printRegisteredPasses();
+    return 0;
+  }
+
+  StringRef inputFilename = fileOptions->inputFilename;
+  if (inputFilename == "-" &&
+      llvm::sys::Process::FileDescriptorIsDisplayed(fileno(stdin)))
+    llvm::errs() << "(processing input from stdin now, hit ctrl-c/ctrl-d to "
+                    "interrupt)\n";
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(options->inputFilename, &errorMessage);
+      openInputFile(inputFilename, &errorMessage);
   if (!input) {
     llvm::errs() << errorMessage << "\n";
     return 1;
   }
   std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(options->outputFilename, &errorMessage);
+      openOutputFile(fileOptions->outputFilename, &errorMessage);
   if (!output) {
     llvm::errs() << errorMessage << "\n";
     return 1;
   }
-
-  std::vector<std::string> chunks;
-  if (options->splitInputFile.empty())
-    chunks.push_back(input->getBuffer().str());
-  else
-    chunks = splitBuffer(input->getBuffer(), options->splitInputFile);
-  std::string bufferName = input->getBufferIdentifier().str();
-
-  bool hadFailure = false;
-  for (size_t index = 0; index < chunks.size(); ++index) {
-    auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-    sourceMgr->AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(chunks[index], bufferName),
-        llvm::SMLoc());
-    LogicalResult result = success();
-    if (options->verifyDiagnostics) {
-      SourceMgrDiagnosticVerifierHandler handler(*sourceMgr, context);
-      (void)processChunk(*options, context, sourceMgr, output->os());
-      result = handler.verify();
-    } else {
-      SourceMgrDiagnosticHandler handler(*sourceMgr, context);
-      result = processChunk(*options, context, sourceMgr, output->os());
-    }
-    if (failed(result))
-      hadFailure = true;
-    if (index + 1 < chunks.size())
-      output->os() << options->splitInputFile << "\n";
-  }
-  if (hadFailure)
+  if (failed(runDriver(output->os(), std::move(input), config, factory)))
     return 1;
   output->keep();
   return 0;

@@ -79,6 +79,30 @@ bool expandPipeline(void *userData, const std::string &options,
   }
 }
 
+/// tdf-opt's context factory: `userData` is a Python callable returning a
+/// fresh mlir.ir.Context; the Python object owns the context and is kept
+/// alive (the handle) until the driver gives it back.
+MlirContext createOptContext(void *userData, void **handle,
+                             std::string &error) {
+  nb::gil_scoped_acquire gil;
+  try {
+    nb::object context = nb::handle(static_cast<PyObject *>(userData))();
+    MlirContext raw = nb::cast<MlirContext>(context);
+    *handle = context.release().ptr();
+    return raw;
+  } catch (nb::python_error &e) {
+    error = e.what();
+  } catch (std::exception &e) {
+    error = e.what();
+  }
+  return MlirContext{nullptr};
+}
+
+void releaseOptContext(void *, void *handle) {
+  nb::gil_scoped_acquire gil;
+  nb::handle(static_cast<PyObject *>(handle)).dec_ref();
+}
+
 } // namespace
 
 NB_MODULE(_tdf, m) {
@@ -158,9 +182,22 @@ NB_MODULE(_tdf, m) {
 
   m.def(
       "opt_main",
-      [](MlirContext context, const std::vector<std::string> &args) {
-        return tdfpy::optMain(context, args);
+      [](MlirContext context, const std::vector<std::string> &args,
+         nb::object newContext) {
+        std::vector<const char *> argv;
+        int code = tdfpy::optParse(context, args, argv);
+        if (code >= 0)
+          return code;
+        tdfpy::OptContextFactory factory;
+        factory.create = createOptContext;
+        factory.release = releaseOptContext;
+        factory.userData = newContext.ptr();
+        // Python passes may run on the pass manager's threads.
+        nb::gil_scoped_release release;
+        return tdfpy::optRun(factory);
       },
-      nb::arg("context"), nb::arg("args"),
-      "Runs the tdf-opt driver with argv `args`; returns the exit code.");
+      nb::arg("context"), nb::arg("args"), nb::arg("new_context"),
+      "Runs the tdf-opt driver with argv `args` (the dialects of `context`; "
+      "each input chunk in a fresh context from `new_context()`); returns "
+      "the exit code.");
 }

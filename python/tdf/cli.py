@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(refused, file=sys.stderr)
         return 1
     sys.stdout.flush()
-    code = _tdf.opt_main(tdf.Context(), args)
+    code = _tdf.opt_main(tdf.Context(), args, tdf.Context)
     sys.stdout.flush()
     return code
 
