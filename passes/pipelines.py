@@ -493,6 +493,25 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
             for p in passes]
 
 
+# What ``strict`` means, for ``tdf-lower-to-cpu{strict=true}`` and
+# ``tdf.compile(strict=True)`` alike: tdf-verify-inplace's definition of "an
+# in-place call would need a copy" (One-Shot Bufferize's analysis, plus the
+# safety rules it cannot see), run on the output of :func:`inplace_stage`.
+STRICT_CHECK = "tdf-verify-inplace{strict=true}"
+
+
+def inplace_stage(inplace: bool = True, copy_before_write: bool = False) -> list[str]:
+    """The first stage of the CPU pipeline, shared by ``tdf-lower-to-cpu`` and
+    ``tdf.compile``: ``tdf-check-sizes`` (before anything that could abort on
+    an overflowing shape), then ``tdf-insert-inplace`` unless ``inplace`` is
+    off or ``copy_before_write`` is on. ``strict`` appends
+    :data:`STRICT_CHECK` after it."""
+    passes = ["tdf-check-sizes"]  # before tdf-insert-inplace too
+    if inplace and not copy_before_write:
+        passes.append("tdf-insert-inplace")
+    return passes
+
+
 @register_pipeline(
     "tdf-lower-to-cpu",
     "In-place rewrite, bufferization and lowering to the LLVM dialect for the CPU JIT",
@@ -511,11 +530,9 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
 def lower_to_cpu_pipeline(options: dict) -> str:
     """Expands to the CPU lowering pass list (see the module docstring)."""
     copy_before_write = options["copy-before-write"]
-    passes = ["tdf-check-sizes"]  # before tdf-insert-inplace too
-    if options["inplace"] and not copy_before_write:
-        passes.append("tdf-insert-inplace")
+    passes = inplace_stage(options["inplace"], copy_before_write)
     if options["strict"]:
-        passes.append("tdf-verify-inplace{strict=true}")
+        passes.append(STRICT_CHECK)
     passes.append("tdf-bufferize{copy-before-write=true}" if copy_before_write else "tdf-bufferize")
     passes += lower_to_llvm(options["count-allocations"], options["approximate-math"])
     return ", ".join(passes)

@@ -2,10 +2,14 @@
 
 For ``target="cpu"`` the program goes through
 
-1. ``tdf-insert-inplace`` (when ``inplace=True``);
+1. the first stage of ``tdf-lower-to-cpu`` (``tdf-check-sizes``,
+   ``tdf-insert-inplace`` when ``inplace=True``:
+   :func:`tdf.passes.pipelines.inplace_stage`);
 2. an analysis-only One-Shot Bufferize run on a copy, which tells which
    in-place writes happen and which operands must be copied first (and why):
-   the data of :meth:`Program.report` and of ``strict`` mode;
+   the data of :meth:`Program.report`; with ``strict=True``,
+   ``tdf-verify-inplace{strict=true}``, exactly as
+   ``tdf-lower-to-cpu{strict=true}`` runs it;
 3. ``tdf-bufferize`` (donation, One-Shot Bufferize, dropping results that are
    donated arguments, ownership-based deallocation);
 4. the lowering to LLVM of ``tdf-lower-to-cpu`` and the MLIR
@@ -44,7 +48,7 @@ from mlir import ir
 
 from . import jit_symbols
 from .context import Context
-from .errors import TDFError
+from .errors import PipelineError, TDFError
 from .parsing import parse
 from .pipeline import run_pipeline
 from .passes._ir import arg_dicts, collect_ops, function_type, has_body, is_public, sym_name
@@ -532,11 +536,12 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             raise CompileError(f"{filename}: no public function with a body and tensor/scalar "
                                f"parameters to compile")
 
+        # The first stage of tdf-lower-to-cpu (tdf-check-sizes: static sizes
+        # that overflow int64 abort bufferization; tdf-insert-inplace).
+        from .passes.pipelines import STRICT_CHECK, inplace_stage
         before = _inplace_calls(module)
-        # Static sizes that overflow int64 abort bufferization: refuse them first.
-        run_pipeline(module, "builtin.module(tdf-check-sizes)", filename=filename)
-        if inplace:
-            run_pipeline(module, "builtin.module(tdf-insert-inplace)", filename=filename)
+        run_pipeline(module, "builtin.module(" + ", ".join(inplace_stage(inplace, copy_before_write))
+                     + ")", filename=filename)
         calls_inplace = _inplace_calls(module) - before
         decisions, forced = _analyse(module, context, filename)
         if copy_before_write:
@@ -544,10 +549,15 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             for decision in decisions:
                 decision.inplace = False
                 decision.reason = COPY_BEFORE_WRITE_REASON
-        if strict and forced:
-            lines = "\n".join(f"  {d}" for d in forced)
-            raise StrictModeError(f"strict mode: {len(forced)} tdf.call_inplace operand(s) "
-                                  f"would be copied:\n{lines}")
+        if strict:
+            # The same check as tdf-lower-to-cpu{strict=true}.
+            try:
+                run_pipeline(module, f"builtin.module({STRICT_CHECK})", filename=filename)
+            except PipelineError as err:
+                lines = "".join(f"\n  {d}" for d in forced)
+                errors = [d for d in err.diagnostics if d.severity == "error"]
+                raise StrictModeError(f"strict mode: {len(errors)} tdf.call_inplace operand(s) "
+                                      f"would need a copy{lines}", errors) from None
 
         if bounds_checks:
             run_pipeline(module, "builtin.module(tdf-bounds-checks)", filename=filename)
