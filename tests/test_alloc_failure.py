@@ -1,0 +1,72 @@
+"""A failed allocation raises MemoryError (issue 11, item 3) instead of
+writing through the NULL malloc returned."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tdf
+
+HUGE_RESULT = """\
+func.func @huge(%x: tensor<4xf32>) -> tensor<1000000000000xf32> {
+  %e = tensor.empty() : tensor<1000000000000xf32>
+  %c = arith.constant 1.0 : f32
+  %f = linalg.fill ins(%c : f32) outs(%e : tensor<1000000000000xf32>) -> tensor<1000000000000xf32>
+  return %f : tensor<1000000000000xf32>
+}
+"""
+
+DYNAMIC = """\
+func.func @scratch(%n: index) -> tensor<1xf32> {
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %c = arith.constant 2.5 : f32
+  %f = linalg.fill ins(%c : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %c0 = arith.constant 0 : index
+  %v = tensor.extract %f[%c0] : tensor<?xf32>
+  %r = tensor.from_elements %v : tensor<1xf32>
+  return %r : tensor<1xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("count_allocations", [False, True])
+def test_static_huge_result_raises_memory_error(count_allocations):
+    prog = tdf.compile(HUGE_RESULT, filename="huge.mlir", count_allocations=count_allocations)
+    with pytest.raises(MemoryError, match=r"@huge: memref.alloc at huge.mlir:2:\d+: "
+                                          r"cannot allocate 4000000000000 bytes"):
+        prog.huge(np.zeros(4, np.float32))
+
+
+def test_dynamic_allocation_checked_at_run_time():
+    prog = tdf.compile(DYNAMIC, filename="dyn.mlir")
+    assert prog.scratch(10).tolist() == [2.5]
+    with pytest.raises(MemoryError, match=r"cannot allocate 8000000000000 bytes"):
+        prog.scratch(2 * 10**12)
+    assert prog.scratch(3).tolist() == [2.5]
+
+
+def test_huge_allocation_in_a_subprocess(tmp_path):
+    """The issue's reproducer in a fresh process (it used to segfault)."""
+    script = tmp_path / "huge.py"
+    script.write_text(textwrap.dedent(f"""
+        import numpy as np, tdf
+        prog = tdf.compile({HUGE_RESULT!r})
+        for _ in range(3):
+            try:
+                prog.huge(np.zeros(4, np.float32))
+            except MemoryError as e:
+                print("MemoryError", e)
+    """))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("MemoryError") == 3
+
+
+def test_alloc_checks_in_the_lowered_ir():
+    prog = tdf.compile(DYNAMIC)
+    assert "tdf_rt_alloc_error" in prog.llvm_ir
