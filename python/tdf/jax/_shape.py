@@ -149,3 +149,22 @@ def _pad(tr, eqn, args):
     return tr.generic([], [], [init], [tr.dims(len(out_shape))], ["parallel"] * len(out_shape),
                       body)
 
+
+
+@rule("tile")
+def _tile(tr, eqn, args):
+    (x,) = args
+    t = ir.RankedTensorType(x.type)
+    shape = tuple(int(s) for s in eqn.outvars[0].aval.shape)
+    if tuple(t.shape) == shape:
+        return [x]
+    if 0 in t.shape or 0 in shape:
+        return [tr.empty(shape, t.element_type)]
+    dims = tr.dims(len(shape))
+    # the operand may have fewer dimensions than the result (leading reps)
+    lead = len(shape) - t.rank
+    in_map = [dims[lead + i] % t.shape[i] if shape[lead + i] != t.shape[i] else dims[lead + i]
+              for i in range(t.rank)]
+    init = tr.empty(shape, t.element_type)
+    return tr.generic([x], [in_map], [init], [dims], ["parallel"] * len(shape),
+                      lambda a, _o: [a])
