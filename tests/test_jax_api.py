@@ -196,3 +196,36 @@ def test_while_loop_carries_donated_cache_in_place():
     np.testing.assert_array_equal(out[:, 0], [0, 1, 2, 3, 0, 0])
     report = f.lower(cache, np.int32(4)).compile().report()
     assert not [c for c in report.copies if (c.nbytes or 0) >= cache.nbytes], report
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_programs_match_jax(dtype):
+    import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
+
+    def fn(x, y, w):
+        h = jnp.tanh(x * 2 + y)
+        return h, jnp.sum(h, -1), h @ w, h.astype(jnp.float32), jnp.argmax(x, -1), x.astype(jnp.float16)
+
+    rng = np.random.default_rng(0)
+    dt = jnp.dtype(dtype)
+    args = [rng.standard_normal(s).astype(dt) for s in ((3, 8), (3, 8), (8, 4))]
+    ours = tdf.jax.jit(fn)(*args)
+    with jax.disable_jit():
+        eager = fn(*args)
+    ref = jax.jit(fn)(*args)
+    eps = float(jnp.finfo(dt).eps)
+    for a, b, c in zip(ours, eager, ref):
+        b, c = np.asarray(b), np.asarray(c)
+        assert a.dtype == b.dtype == c.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a.astype(np.float32), b.astype(np.float32), rtol=4 * eps, atol=4 * eps)
+        np.testing.assert_allclose(a.astype(np.float32), c.astype(np.float32), rtol=8 * eps, atol=8 * eps)
+
+
+def test_donated_half_precision_cache():
+    import ml_dtypes
+
+    f = tdf.jax.jit(lambda c, r, p: c.at[p].set(r), donate_argnums=0)
+    cache = np.zeros((4, 3), ml_dtypes.bfloat16)
+    out = f(cache, np.ones(3, ml_dtypes.bfloat16), 2)
+    assert np.shares_memory(out, cache) and out.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(cache[2].astype(np.float32), [1, 1, 1])

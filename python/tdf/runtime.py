@@ -42,6 +42,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
+import ml_dtypes
 import numpy as np
 
 __all__ = [
@@ -60,6 +61,7 @@ DTYPES = {
     "f64": np.dtype(np.float64),
     "f32": np.dtype(np.float32),
     "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
     "i64": np.dtype(np.int64),
     "i32": np.dtype(np.int32),
     "i16": np.dtype(np.int16),
@@ -334,6 +336,8 @@ class EntryFunction(_tdf.NativeEntry):
 
     def _check_array(self, index, spec, value):
         """Returns the array to pass (possibly a contiguous copy) or raises."""
+        if not spec.shape and not isinstance(value, np.ndarray):
+            value = self._rank0_array(index, spec, value)
         if not isinstance(value, np.ndarray):
             raise self._error(index, f"expected a numpy array, got {type(value).__name__}", TypeError)
         if value.dtype != spec.dtype:
@@ -348,6 +352,28 @@ class EntryFunction(_tdf.NativeEntry):
         if spec.donated and not value.flags.writeable:
             raise self._error(index, "a donated array must be writeable")
         return value
+
+    def _rank0_array(self, index, spec, value):
+        """A numpy or Python scalar for a rank-0 tensor parameter, as a 0-d
+        array of the parameter's dtype (``TypeError`` for a value of another
+        kind, ``ValueError`` for an integer that does not fit)."""
+        kind = spec.dtype.kind
+        if isinstance(value, (bool, np.bool_)):
+            ok = kind == "b"
+        elif isinstance(value, (int, np.integer)):
+            ok = kind in "iuf" or spec.dtype == ml_dtypes.bfloat16
+            if ok and kind in "iu":
+                info = np.iinfo(spec.dtype)
+                if not info.min <= int(value) <= info.max:
+                    raise self._error(index, f"{value} does not fit in {spec.dtype}")
+        elif isinstance(value, (float, np.floating)):
+            ok = kind == "f" or spec.dtype == ml_dtypes.bfloat16
+        else:
+            return value
+        if not ok:
+            raise self._error(index, f"expected a {spec.dtype} scalar, got "
+                                     f"{type(value).__name__}", TypeError)
+        return np.asarray(value, dtype=spec.dtype)
 
     def _check_scalar(self, index, spec, value):
         if spec.kind is float:
