@@ -88,3 +88,24 @@ func.func @inplace_and_dest(%x: tensor<4xf32>, %y: tensor<8xf32>) -> (tensor<4xf
   %c = linalg.exp ins(%a : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
   return %a, %b, %c : tensor<4xf32>, tensor<8xf32>, tensor<4xf32>
 }
+
+// scf.forall: the shared_outs block argument aliases its init and the loop
+// result; tensor.parallel_insert_slice (no result) writes into it. A
+// tdf.call_inplace on a row view stays in that class. Regression: the
+// analysis indexed the missing result of parallel_insert_slice (IndexError).
+// CHECK-LABEL: func.func @forall_call_inplace(
+// CHECK-SAME: tdf.arg_alias_class = array<i64: 0, 1>
+// CHECK: tensor.extract_slice {{.*}} {tdf.alias_class = array<i64: 0>}
+// CHECK: tdf.call_inplace @addone({{.*}}) inplace [0] {tdf.alias_class = array<i64: 0>}
+// CHECK: tensor.parallel_insert_slice
+// CHECK: } {tdf.alias_class = array<i64: 0>, tdf.arg_alias_class = array<i64: -1, 0>}
+func.func @forall_call_inplace(%rows: tensor<8x4xf32> {tdf.donate}, %other: tensor<4xf32>) -> tensor<8x4xf32> {
+  %r = scf.forall (%i) in (8) shared_outs(%out = %rows) -> (tensor<8x4xf32>) {
+    %row = tensor.extract_slice %out[%i, 0] [1, 4] [1, 1] : tensor<8x4xf32> to tensor<4xf32>
+    %new = tdf.call_inplace @addone(%row) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %new into %out[%i, 0] [1, 4] [1, 1] : tensor<4xf32> into tensor<8x4xf32>
+    }
+  }
+  return %r : tensor<8x4xf32>
+}

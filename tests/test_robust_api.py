@@ -1,0 +1,335 @@
+"""Regression tests of issue 11's "aborts inside MLIR" and "unclear errors":
+oversized static shapes, deep nesting, i1 on the GPU path, passes on unusual
+region structure, argument checks of the Python API. Every case that used to
+abort the process runs in a subprocess and must exit with a clean error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import tdf
+from tdf.limits import MAX_NESTING_DEPTH, nesting_violation, static_size_errors
+
+TDF_OPT = os.path.join(os.path.dirname(sys.executable), "tdf-opt")
+ABORTS = (134, -6, 139, -11)
+
+HUGE = "tensor<4611686018427387904x4xf32>"
+HUGE_PROGRAM = textwrap.dedent(f"""\
+    func.func @huge() -> {HUGE} {{
+      %e = tensor.empty() : {HUGE}
+      return %e : {HUGE}
+    }}
+    """)
+
+
+def _python(code: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "import tdf\n" + code], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _opt(args, stdin: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([TDF_OPT, *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# ------------------------------------------------- (4) int64-overflowing sizes
+
+@pytest.mark.parametrize("pipeline", ["tdf-bufferize", "tdf-lower-to-cpu", "tdf-lower-to-nvvm",
+                                      "tdf-lower-to-nvvm{stop-at=bufferize}"])
+def test_oversized_static_shape_is_refused_by_every_lowering(pipeline):
+    proc = _opt(["-", f"--pass-pipeline=builtin.module({pipeline})"], HUGE_PROGRAM)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert (f"<stdin>:2:8: error: result of 'tensor.empty' has type {HUGE} whose static size "
+            f"(590295810358705651712 bits) overflows int64") in proc.stderr
+    assert "<stdin>:1:1: error: the signature of 'func.func' has type" in proc.stderr
+
+
+def test_oversized_static_shape_is_refused_by_compile():
+    proc = _python(f"tdf.compile({HUGE_PROGRAM!r}, filename='huge.mlir')")
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert "tdf.errors.PipelineError" in proc.stderr
+    assert "huge.mlir:2:8: error: result of 'tensor.empty'" in proc.stderr
+
+
+def test_oversized_types_found_everywhere():
+    text = textwrap.dedent("""\
+        func.func private @kernel(memref<4611686018427387904x2xi64>)
+        func.func @attr() attributes {t = [{x = tuple<i32, memref<4611686018427387904x2xf64>>}]} {
+          return
+        }
+        func.func @region(%n: index) {
+          %c0 = arith.constant 0 : index
+          %c1 = arith.constant 1 : index
+          scf.for %i = %c0 to %n step %c1 {
+            %e = tensor.empty() : tensor<2305843009213693952x2xi8>
+          }
+          return
+        }
+        func.func @fits(%x: tensor<1152921504606846975xi8>) { return }
+        """)
+    found = static_size_errors(tdf.parse(text, filename="t.mlir"))
+    messages = [message for _, message in found]
+    assert len(found) == 3, messages
+    assert "memref<4611686018427387904x2xi64>" in messages[0]
+    assert "attribute 't' of 'func.func'" in messages[1]
+    assert "result of 'tensor.empty' has type tensor<2305843009213693952x2xi8>" in messages[2]
+    assert str(found[2][0]).startswith('loc("-":9:')
+
+
+def test_sizes_that_fit_are_accepted():
+    text = "func.func @f(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {\n" \
+           "  return %x : tensor<1024x1024xf32>\n}\n"
+    assert static_size_errors(tdf.parse(text)) == []
+
+
+# ------------------------------------------------------- (6) nesting depth
+
+def _nested_ifs(depth: int) -> str:
+    return ("func.func @f(%c: i1) {\n" + "scf.if %c {\n" * depth + "}\n" * depth
+            + "return\n}\n")
+
+
+def _deep_array(depth: int) -> str:
+    return "module attributes {x = " + "[" * depth + "]" * depth + "} {}\n"
+
+
+def _deep_type(depth: int) -> str:
+    return "func.func private @f(" + "tuple<" * depth + "i32" + ">" * depth + ")\n"
+
+
+def _deep_parens(depth: int) -> str:
+    return "func.func private @f() -> " + "(" * depth + "i32" + ")" * depth + "\n"
+
+
+DEEP_INPUTS = {
+    # (text, line, column of the first bracket past the limit)
+    "regions_5000": (_nested_ifs(5000), MAX_NESTING_DEPTH + 1, 11),
+    "array_attr_20000": (_deep_array(20000), 1, 23 + MAX_NESTING_DEPTH),
+    "tuple_type_20000": (_deep_type(20000), 1, 21 + 6 * MAX_NESTING_DEPTH),
+    "parens_20000": (_deep_parens(20000), 1, 26 + MAX_NESTING_DEPTH + 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_INPUTS))
+def test_deep_nesting_refused_by_parse(name):
+    text, line, column = DEEP_INPUTS[name]
+    proc = subprocess.run([sys.executable, "-c",
+                           "import sys, tdf\ntdf.parse(sys.stdin.read(), filename='deep.mlir')"],
+                          input=text, capture_output=True, text=True, timeout=300)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert "tdf.errors.ParseError" in proc.stderr
+    assert (f"deep.mlir:{line}:{column}: error: input nests brackets, braces, parentheses or "
+            f"angle brackets (regions, attributes, types) more than {MAX_NESTING_DEPTH} levels "
+            f"deep") in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["regions_5000", "array_attr_20000"])
+@pytest.mark.parametrize("from_stdin", [True, False], ids=["stdin", "file"])
+def test_deep_nesting_refused_by_tdf_opt(name, from_stdin, tmp_path):
+    text, line, column = DEEP_INPUTS[name]
+    if from_stdin:
+        proc = _opt(["--canonicalize"], text)
+        where = "<stdin>"
+    else:
+        path = tmp_path / "deep.mlir"
+        path.write_text(text)
+        proc = _opt([str(path), "--canonicalize", "-o", str(tmp_path / "out.mlir")], "")
+        where = str(path)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert f"{where}:{line}:{column}: error: input nests brackets" in proc.stderr
+
+
+def test_deep_pass_pipeline_refused():
+    deep = "builtin.module(" * 3000 + ")" * 3000
+    proc = _opt(["-", f"--pass-pipeline={deep}"], "module {}\n")
+    assert proc.returncode not in ABORTS and proc.returncode == 1, proc.stderr[-2000:]
+    assert "<pass-pipeline>:1:" in proc.stderr
+    with pytest.raises(tdf.PipelineError, match=r"<pipeline>:1:\d+: error: input nests"):
+        tdf.run_pipeline(tdf.parse("module {}"), deep)
+
+
+def test_tdf_opt_still_reads_stdin_after_the_guard():
+    proc = _opt(["--canonicalize"], "func.func @f() {\n  return\n}\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "func.func @f()" in proc.stdout
+
+
+def test_nesting_scanner_ignores_strings_comments_and_arrows():
+    limit = 4
+    assert nesting_violation('"((((((((((" // [[[[[[[[[[[\n(i32) -> (i32)', limit) is None
+    assert nesting_violation("affine_set<(d0) : (d0 >= 0)>" * 10, limit) is None
+    assert nesting_violation("[[[[[x]]]]]", limit) == (1, 5, 5)
+    assert nesting_violation("[[\n[[\n[x]]]]]", limit) == (3, 1, 5)
+
+
+def test_realistic_nesting_far_below_the_limit():
+    from tests.programs import PROGRAMS
+
+    for program in PROGRAMS:
+        assert nesting_violation(program.source, 64) is None, program.name
+
+
+# ---------------------------------------- (7) passes on deep / unusual regions
+
+ADD_KERNEL = ("func.func private @add(%a: memref<4xf32>, %b: memref<4xf32>, %o: memref<4xf32>) "
+              "attributes {tdf.elementwise} {\n"
+              "  linalg.add ins(%a, %b : memref<4xf32>, memref<4xf32>) outs(%o : memref<4xf32>)\n"
+              "  return\n}\n")
+
+
+def _deep_ifs_program(depth: int) -> str:
+    body = ("scf.if %c {\n" * depth
+            + "%r = tdf.call @add(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+            + "}\n" * depth)
+    return (ADD_KERNEL + "func.func @f(%x: tensor<4xf32> {tdf.donate}, %c: i1) -> tensor<4xf32> {\n"
+            + body + "return %x : tensor<4xf32>\n}\n")
+
+
+@pytest.mark.parametrize("pipeline", [
+    "test-tdf-liveness", "test-tdf-alias", "tdf-insert-inplace{remarks}",
+    "tdf-verify-inplace{strict}", "tdf-donate", "tdf-lower-to-cpu",
+    "tdf-lower-to-nvvm{stop-at=gpu}"])
+def test_1000_nested_scf_if_through_every_pass(pipeline):
+    module = tdf.parse(_deep_ifs_program(1000))
+    tdf.run_pipeline(module, f"builtin.module({pipeline})")
+
+
+def test_1000_nested_scf_if_compiles_and_runs():
+    import numpy as np
+
+    prog = tdf.compile(_deep_ifs_program(1000))
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(prog.f(x.copy(), True), x)
+
+
+FORALL = textwrap.dedent("""\
+    func.func private @neg(%a: memref<4xf32>) {
+      linalg.negf ins(%a : memref<4xf32>) outs(%a : memref<4xf32>)
+      return
+    }
+    func.func @rows(%x: tensor<8x4xf32> {tdf.donate}) -> tensor<8x4xf32> {
+      %r = scf.forall (%i) in (8) shared_outs(%o = %x) -> (tensor<8x4xf32>) {
+        %s = tensor.extract_slice %o[%i, 0] [1, 4] [1, 1] : tensor<8x4xf32> to tensor<4xf32>
+        %v = tdf.call_inplace @neg(%s) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+        scf.forall.in_parallel {
+          tensor.parallel_insert_slice %v into %o[%i, 0] [1, 4] [1, 1] : tensor<4xf32> into tensor<8x4xf32>
+        }
+      }
+      return %r : tensor<8x4xf32>
+    }
+    """)
+
+
+@pytest.mark.parametrize("pipeline", ["test-tdf-alias", "test-tdf-liveness",
+                                      "tdf-insert-inplace{remarks}", "tdf-lower-to-cpu",
+                                      "tdf-lower-to-nvvm{stop-at=gpu}"])
+def test_forall_with_call_inplace(pipeline):
+    module = tdf.parse(FORALL, filename="forall.mlir")
+    tdf.run_pipeline(module, f"builtin.module({pipeline})")
+
+
+def test_forall_alias_classes_are_conservative():
+    module = tdf.parse(FORALL)
+    tdf.run_pipeline(module, "builtin.module(test-tdf-alias)")
+    lines = str(module).splitlines()
+    # The donated argument, the shared_outs argument, the row slice, the
+    # in-place call and the loop result all share class 0.
+    assert "tdf.arg_alias_class = array<i64: 0>" in lines[5]
+    assert "tensor.extract_slice" in lines[7] and "tdf.alias_class = array<i64: 0>" in lines[7]
+    assert "tdf.call_inplace" in lines[8] and "tdf.alias_class = array<i64: 0>" in lines[8]
+    assert "tdf.alias_class = array<i64: 0>, tdf.arg_alias_class = array<i64: -1, 0>" in lines[12]
+
+
+def test_forall_verify_inplace_reports_the_live_slice_with_location():
+    module = tdf.parse(FORALL, filename="forall.mlir")
+    with pytest.raises(tdf.PipelineError) as info:
+        tdf.run_pipeline(module, "builtin.module(tdf-verify-inplace{strict})", filename="forall.mlir")
+    assert "forall.mlir:8:10: error: in-place operand #0" in str(info.value)
+
+
+def test_forall_compiles_and_matches_numpy():
+    import numpy as np
+
+    prog = tdf.compile(FORALL)
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    out = prog.rows(x.copy())
+    np.testing.assert_array_equal(out, -np.arange(32, dtype=np.float32).reshape(8, 4))
+
+
+def test_long_view_chain_donation():
+    depth = 2000
+    lines = [f"%v{i + 1} = tensor.cast %v{i} : tensor<4xf32> to tensor<4xf32>" for i in range(depth)]
+    text = ("func.func @f(%v0: tensor<4xf32> {tdf.donate}, %r: f32, %i: index) -> tensor<4xf32> {\n"
+            + "\n".join(lines)
+            + f"\n%u = tensor.insert %r into %v{depth}[%i] : tensor<4xf32>\n"
+            + "return %u : tensor<4xf32>\n}\n")
+    module = tdf.parse(text)
+    found = []
+    tdf.run_pipeline(module, "builtin.module(tdf-donate{strict})", diagnostics=found)
+    assert not [d for d in found if d.severity in ("error", "warning")]
+
+
+# ------------------------------------------------------ (8) API arguments
+
+@pytest.mark.parametrize("call, message", [
+    ("tdf.run_pipeline(None, 'builtin.module(cse)')",
+     "tdf.run_pipeline expects an mlir.ir.Module or Operation, got NoneType"),
+    ("tdf.run_pipeline('module {}', 'builtin.module(cse)')",
+     "tdf.run_pipeline expects an mlir.ir.Module or Operation, got str (parse the text with "
+     "tdf.parse first)"),
+    ("tdf.run_pipeline(M, None)", "tdf.run_pipeline expects the pipeline as str, got NoneType"),
+    ("tdf.run_pipeline(M, b'builtin.module(cse)')",
+     "tdf.run_pipeline expects the pipeline as str, got bytes"),
+    ("tdf.run_pipeline(M, 'builtin.module(cse)', diagnostics='x')",
+     "tdf.run_pipeline expects diagnostics to be a list (diagnostics are appended to it) or "
+     "None, got str"),
+    ("tdf.run_pipeline(M, 'builtin.module(cse)', filename=3)",
+     "tdf.run_pipeline expects filename as str or None, got int"),
+    ("tdf.parse(None)", "tdf.parse expects the IR as str, got NoneType"),
+    ("tdf.parse('module {}', 'ctx')",
+     "tdf.parse expects ctx to be an mlir.ir.Context (tdf.Context()) or None, got str"),
+    ("tdf.parse('module {}', filename=None)", "tdf.parse expects filename as str, got NoneType"),
+])
+def test_api_argument_type_errors(call, message):
+    module = tdf.parse("module {}")
+    with pytest.raises(TypeError) as info:
+        eval(call, {"tdf": tdf, "M": module})  # noqa: S307
+    assert str(info.value) == message
+
+
+def test_run_pipeline_accepts_an_op_view():
+    module = tdf.parse("func.func @f() {\n  return\n}\n")
+    tdf.run_pipeline(module.body.operations[0], "func.func(cse)")
+
+
+def test_lone_surrogate_in_text_is_a_located_parse_error():
+    with pytest.raises(tdf.ParseError) as info:
+        tdf.parse("func.func @f() {\n  return \ud800\n}\n", filename="s.mlir")
+    assert ("s.mlir:2:10: error: the text is not valid UTF-8 (character '\\ud800' at offset 26 "
+            "cannot be encoded: surrogates not allowed)") in str(info.value)
+    assert info.value.diagnostics[0].location == "s.mlir:2:10"
+
+
+def test_lone_surrogate_in_pipeline_is_a_pipeline_error():
+    with pytest.raises(tdf.PipelineError, match="not valid UTF-8"):
+        tdf.run_pipeline(tdf.parse("module {}"), "builtin.module(cse\udc80)")
+
+
+def test_lone_surrogate_in_compile_is_a_parse_error():
+    with pytest.raises(tdf.ParseError, match="not valid UTF-8"):
+        tdf.compile("func.func @f() {\n  return\n}\n\ud800")
+
+
+def test_invalid_utf8_bytes_on_tdf_opt_stdin():
+    proc = subprocess.run([TDF_OPT, "-"], input=b"func.func @f() {\n  return \xff\n}\n",
+                          capture_output=True, timeout=120)
+    assert proc.returncode not in ABORTS and proc.returncode == 1, proc.stderr
+    assert b"<stdin>:2:" in proc.stderr
