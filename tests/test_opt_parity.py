@@ -220,3 +220,24 @@ def test_linked_mlir_tool_objects_duplicate_no_shared_mlir_symbol(tmp_path):
             if len(parts) == 3 and parts[1] in "TDBR" and parts[2] in exported:
                 duplicates.append(f"{member}: {parts[2]}")
     assert duplicates == []
+
+
+def _llvm_lib() -> Path:
+    import importlib.util
+
+    return Path(list(importlib.util.find_spec("llvm").submodule_search_locations)[0]) / "lib"
+
+
+@pytest.mark.parametrize("option", ["--load-pass-plugin", "--load-dialect-plugin"])
+@pytest.mark.parametrize("plugin, message", [
+    # mlir-opt aborts on these three (its loader leaves the error unchecked).
+    ("/nonexistent/plugin.so", "cannot load plugin '/nonexistent/plugin.so'"),
+    (str(_llvm_lib() / "libLLVM.so"), "entry point"),
+    # A second copy of MLIR would abort the process when loaded.
+    (str(_mlir_package() / "lib" / "libMLIR-C.so"), "links libMLIR.so, a second copy of MLIR"),
+])
+def test_unusable_plugin_is_refused_without_abort(option, plugin, message):
+    proc = subprocess.run([TDF_OPT, f"{option}={plugin}", "-"], input="module {}\n",
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert message in proc.stderr

@@ -53,6 +53,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Remarks/RemarkFormat.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
@@ -61,6 +62,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <cstring>
+#include <elf.h>
 #include <set>
 
 using namespace mlir;
@@ -450,6 +453,111 @@ LogicalResult runDriver(llvm::raw_ostream &outputStream,
   return status;
 }
 
+/// The shared libraries an ELF file names as DT_NEEDED (empty when it is not
+/// a readable 64-bit little-endian ELF file).
+std::vector<std::string> neededLibraries(StringRef path) {
+  std::vector<std::string> needed;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return needed;
+  StringRef data = (*file)->getBuffer();
+  auto read = [&](uint64_t offset, uint64_t size) -> const char * {
+    if (offset > data.size() || size > data.size() - offset)
+      return nullptr;
+    return data.data() + offset;
+  };
+  const auto *header =
+      reinterpret_cast<const Elf64_Ehdr *>(read(0, sizeof(Elf64_Ehdr)));
+  if (!header || memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
+      header->e_ident[EI_CLASS] != ELFCLASS64 ||
+      header->e_ident[EI_DATA] != ELFDATA2LSB ||
+      header->e_shentsize != sizeof(Elf64_Shdr))
+    return needed;
+  const auto *sections = reinterpret_cast<const Elf64_Shdr *>(
+      read(header->e_shoff, uint64_t(header->e_shnum) * sizeof(Elf64_Shdr)));
+  if (!sections)
+    return needed;
+  for (unsigned i = 0; i < header->e_shnum; ++i) {
+    const Elf64_Shdr &dynamic = sections[i];
+    if (dynamic.sh_type != SHT_DYNAMIC || dynamic.sh_link >= header->e_shnum)
+      continue;
+    const Elf64_Shdr &strings = sections[dynamic.sh_link];
+    const auto *entries = reinterpret_cast<const Elf64_Dyn *>(
+        read(dynamic.sh_offset, dynamic.sh_size));
+    const char *table = read(strings.sh_offset, strings.sh_size);
+    if (!entries || !table)
+      continue;
+    for (uint64_t k = 0; k < dynamic.sh_size / sizeof(Elf64_Dyn); ++k) {
+      if (entries[k].d_tag == DT_NULL)
+        break;
+      if (entries[k].d_tag == DT_NEEDED &&
+          entries[k].d_un.d_val < strings.sh_size)
+        needed.emplace_back(
+            table + entries[k].d_un.d_val,
+            strnlen(table + entries[k].d_un.d_val,
+                    strings.sh_size - entries[k].d_un.d_val));
+    }
+  }
+  return needed;
+}
+
+/// `--load-pass-plugin` / `--load-dialect-plugin` load a shared library into
+/// this process. Two cases that abort it are refused here, before MLIR's
+/// option callback loads anything: a plugin linked against libMLIR.so (a
+/// second copy of MLIR next to the bindings' one), and a library that cannot
+/// be loaded or has no plugin entry point (upstream's loader leaves that
+/// error unchecked, which aborts mlir-opt too: "Expected<T> must be checked").
+/// Returns false after printing the reason.
+bool checkPlugins(ArrayRef<std::string> args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    StringRef arg = args[i];
+    if (!arg.consume_front("-"))
+      continue;
+    arg.consume_front("-");
+    StringRef entry;
+    if (arg.starts_with("load-pass-plugin"))
+      entry = "mlirGetPassPluginInfo";
+    else if (arg.starts_with("load-dialect-plugin"))
+      entry = "mlirGetDialectPluginInfo";
+    else
+      continue;
+    auto [flag, path] = arg.split('=');
+    if (flag != "load-pass-plugin" && flag != "load-dialect-plugin")
+      continue;
+    if (!arg.contains('=')) {
+      if (i + 1 >= args.size())
+        continue; // the option parser reports the missing value
+      path = args[++i];
+    }
+    for (const std::string &library : neededLibraries(path)) {
+      if (StringRef(library).starts_with("libMLIR.so")) {
+        llvm::errs() << args[0] << ": plugin '" << path
+                     << "' links libMLIR.so, a second copy of MLIR that "
+                        "cannot be loaded next to the Python bindings' one; "
+                        "build it against the bindings' "
+                        "libMLIRPythonCAPI.so instead\n";
+        return false;
+      }
+    }
+    std::string error;
+    llvm::sys::DynamicLibrary library =
+        llvm::sys::DynamicLibrary::getPermanentLibrary(path.str().c_str(),
+                                                       &error);
+    if (!library.isValid()) {
+      llvm::errs() << args[0] << ": cannot load plugin '" << path
+                   << "': " << error << "\n";
+      return false;
+    }
+    if (!library.getAddressOfSymbol(entry.str().c_str())) {
+      llvm::errs() << args[0] << ": plugin '" << path << "' has no "
+                   << entry << " entry point\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 int tdfpy::optParse(MlirContext registryContext,
@@ -471,6 +579,8 @@ int tdfpy::optParse(MlirContext registryContext,
     llvm::raw_string_ostream os(helpHeader);
     llvm::interleaveComma(dialectNames(), os);
   }
+  if (!checkPlugins(args))
+    return 1;
   argv.clear();
   for (const std::string &arg : args)
     argv.push_back(arg.c_str());
