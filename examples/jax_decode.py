@@ -20,6 +20,7 @@ import linecache
 import os
 import sys
 import time
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -28,9 +29,22 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import tdf.jax  # noqa: E402
 
-# A small model, so that the example runs in seconds.
-LAYERS, DIM, HEADS, KV_HEADS, HEAD_DIM, HIDDEN, VOCAB, SEQ = 2, 64, 4, 2, 16, 128, 256, 64
-STEPS = 24
+STEPS = 24  # tokens generated
+
+
+
+@dataclass(frozen=True)
+class Config:
+    """Model sizes (the default is small, so that the example runs in seconds)."""
+
+    layers: int = 2
+    dim: int = 64
+    heads: int = 4
+    kv_heads: int = 2
+    head_dim: int = 16
+    hidden: int = 128
+    vocab: int = 256
+    seq: int = 64
 
 
 def rms_norm(x, w, eps=1e-6):
@@ -47,54 +61,60 @@ def rotary(x, pos):
     return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
 
-def attention(q, k_cache, v_cache, pos):
+def attention(cfg, q, k_cache, v_cache, pos):
     """Grouped-query attention of one token over positions 0..pos."""
-    group = HEADS // KV_HEADS
-    q = q.reshape(KV_HEADS, group, HEAD_DIM)
-    scores = jnp.einsum("kgd,ksd->kgs", q, k_cache) / jnp.sqrt(float(HEAD_DIM))
-    mask = jnp.arange(SEQ) <= pos
+    group = cfg.heads // cfg.kv_heads
+    q = q.reshape(cfg.kv_heads, group, cfg.head_dim)
+    scores = jnp.einsum("kgd,ksd->kgs", q, k_cache) / jnp.sqrt(float(cfg.head_dim))
+    mask = jnp.arange(cfg.seq) <= pos
     scores = jnp.where(mask[None, None, :], scores, -1e30)
     weights = jax.nn.softmax(scores, axis=-1)
     out = jnp.einsum("kgs,ksd->kgd", weights, v_cache)
-    return out.reshape(HEADS * HEAD_DIM)
+    return out.reshape(cfg.heads * cfg.head_dim)
 
 
-def decode_step(params, k_cache, v_cache, token, pos):
-    """One token: returns (next token, logits, k_cache, v_cache).
-    Caches are [layers, kv_heads, seq, head_dim]."""
-    x = params["embed"][token]
-    for layer in range(LAYERS):
-        p = params["layers"][layer]
-        h = rms_norm(x, p["attn_norm"])
-        q = rotary((h @ p["wq"]).reshape(HEADS, HEAD_DIM), pos)
-        k = rotary((h @ p["wk"]).reshape(KV_HEADS, HEAD_DIM), pos)
-        v = (h @ p["wv"]).reshape(KV_HEADS, HEAD_DIM)
-        k_cache = k_cache.at[layer, :, pos].set(k)
-        v_cache = v_cache.at[layer, :, pos].set(v)
-        x = x + attention(q, k_cache[layer], v_cache[layer], pos) @ p["wo"]
-        h = rms_norm(x, p["mlp_norm"])
-        x = x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
-    logits = rms_norm(x, params["final_norm"]) @ params["unembed"]
-    return jnp.argmax(logits).astype(jnp.int32), logits, k_cache, v_cache
+def make_decode_step(cfg: Config):
+    """The decode step of model ``cfg``: ``step(params, k_cache, v_cache,
+    token, pos) -> (next token, logits, k_cache, v_cache)``; caches are
+    [layers, kv_heads, seq, head_dim]."""
+
+    def decode_step(params, k_cache, v_cache, token, pos):
+        x = params["embed"][token]
+        for layer in range(cfg.layers):
+            p = params["layers"][layer]
+            h = rms_norm(x, p["attn_norm"])
+            q = rotary((h @ p["wq"]).reshape(cfg.heads, cfg.head_dim), pos)
+            k = rotary((h @ p["wk"]).reshape(cfg.kv_heads, cfg.head_dim), pos)
+            v = (h @ p["wv"]).reshape(cfg.kv_heads, cfg.head_dim)
+            k_cache = k_cache.at[layer, :, pos].set(k)
+            v_cache = v_cache.at[layer, :, pos].set(v)
+            x = x + attention(cfg, q, k_cache[layer], v_cache[layer], pos) @ p["wo"]
+            h = rms_norm(x, p["mlp_norm"])
+            x = x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
+        logits = rms_norm(x, params["final_norm"]) @ params["unembed"]
+        return jnp.argmax(logits).astype(jnp.int32), logits, k_cache, v_cache
+
+    return decode_step
 
 
-def init_params(seed=0):
+def init_params(cfg: Config, seed=0):
     rng = np.random.default_rng(seed)
 
     def w(*shape):
         return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
 
-    layers = [{"attn_norm": np.ones(DIM, np.float32) + 0.1 * w(DIM),
-               "wq": w(DIM, HEADS * HEAD_DIM), "wk": w(DIM, KV_HEADS * HEAD_DIM),
-               "wv": w(DIM, KV_HEADS * HEAD_DIM), "wo": w(HEADS * HEAD_DIM, DIM),
-               "mlp_norm": np.ones(DIM, np.float32), "w_gate": w(DIM, HIDDEN),
-               "w_up": w(DIM, HIDDEN), "w_down": w(HIDDEN, DIM)} for _ in range(LAYERS)]
-    return {"embed": w(VOCAB, DIM), "layers": layers, "final_norm": np.ones(DIM, np.float32),
-            "unembed": w(DIM, VOCAB)}
+    d, hd = cfg.dim, cfg.head_dim
+    layers = [{"attn_norm": np.ones(d, np.float32) + 0.1 * w(d),
+               "wq": w(d, cfg.heads * hd), "wk": w(d, cfg.kv_heads * hd),
+               "wv": w(d, cfg.kv_heads * hd), "wo": w(cfg.heads * hd, d),
+               "mlp_norm": np.ones(d, np.float32), "w_gate": w(d, cfg.hidden),
+               "w_up": w(d, cfg.hidden), "w_down": w(cfg.hidden, d)} for _ in range(cfg.layers)]
+    return {"embed": w(cfg.vocab, d), "layers": layers, "final_norm": np.ones(d, np.float32),
+            "unembed": w(d, cfg.vocab)}
 
 
-def empty_caches():
-    shape = (LAYERS, KV_HEADS, SEQ, HEAD_DIM)
+def empty_caches(cfg: Config):
+    shape = (cfg.layers, cfg.kv_heads, cfg.seq, cfg.head_dim)
     return np.zeros(shape, np.float32), np.zeros(shape, np.float32)
 
 
@@ -117,18 +137,31 @@ def generate(step, params, caches, first_token, steps, to_numpy=True):
     return tokens, np.asarray(logits), (k_cache, v_cache), float(np.median(times[1:]))
 
 
-def main() -> int:
-    params = init_params()
+def time_per_token(variants, rounds=5, tokens=16):
+    """Median seconds per token of each variant, timed in interleaved rounds
+    (round robin), each round decoding ``tokens`` tokens from fresh caches.
+    ``variants`` maps a name to ``(step, params, make_caches, to_numpy)``."""
+    samples = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, (step, params, make_caches, to_numpy) in variants.items():
+            *_, seconds = generate(step, params, make_caches(), 7, tokens, to_numpy)
+            samples[name].append(seconds)
+    return {name: float(np.median(v)) for name, v in samples.items()}
+
+
+def main(cfg: Config = Config(), steps: int = STEPS) -> int:
+    params = init_params(cfg)
     first = 7
+    decode_step = make_decode_step(cfg)
 
     # tdf: caches donated (arguments 1 and 2).
     tdf_step = tdf.jax.jit(decode_step, donate_argnums=(1, 2))
-    caches = empty_caches()
+    caches = empty_caches(cfg)
     cache_ids = [c.__array_interface__["data"][0] for c in caches]
-    tdf_tokens, tdf_logits, tdf_caches, tdf_time = generate(tdf_step, params, caches, first, STEPS)
+    tdf_tokens, tdf_logits, tdf_caches, _ = generate(tdf_step, params, caches, first, steps)
     in_place = all(c.__array_interface__["data"][0] == i for c, i in zip(tdf_caches, cache_ids))
 
-    prog = tdf_step.lower(params, *empty_caches(), np.int32(first), np.int32(0)).compile()
+    prog = tdf_step.lower(params, *empty_caches(cfg), np.int32(first), np.int32(0)).compile()
     report = prog.report()
     cache_bytes = sum(c.nbytes for c in caches)
 
@@ -136,31 +169,39 @@ def main() -> int:
     jax_params = jax.tree_util.tree_map(jnp.asarray, params)
     donated = jax.jit(decode_step, donate_argnums=(1, 2))
     plain = jax.jit(decode_step)
-    jax_tokens, jax_logits, _, jax_donated_time = generate(
-        donated, jax_params, tuple(map(jnp.asarray, empty_caches())), first, STEPS, to_numpy=False)
-    plain_tokens, _, _, jax_plain_time = generate(
-        plain, jax_params, tuple(map(jnp.asarray, empty_caches())), first, STEPS, to_numpy=False)
+
+    def jax_caches():
+        return tuple(map(jnp.asarray, empty_caches(cfg)))
+
+    jax_tokens, jax_logits, _, _ = generate(donated, jax_params, jax_caches(), first, steps,
+                                            to_numpy=False)
+    plain_tokens, _, _, _ = generate(plain, jax_params, jax_caches(), first, steps, to_numpy=False)
+    times = time_per_token({
+        "tdf": (tdf_step, params, lambda: empty_caches(cfg), True),
+        "jax_donated": (donated, jax_params, jax_caches, False),
+        "jax": (plain, jax_params, jax_caches, False),
+    })
 
     match = tdf_tokens == jax_tokens == plain_tokens and np.allclose(
         tdf_logits, jax_logits, rtol=1e-4, atol=1e-4)
     copies = [c for c in report.copies if (c.nbytes or 0) >= caches[0].nbytes]
-    print(f"tdf.jax.jit decode: {LAYERS} layers, dim {DIM}, {HEADS} query / {KV_HEADS} kv heads, "
-          f"cache {caches[0].shape} x2 ({cache_bytes} B), {STEPS} tokens")
+    print(f"tdf.jax.jit decode: {cfg.layers} layers, dim {cfg.dim}, {cfg.heads} query / "
+          f"{cfg.kv_heads} kv heads, cache {caches[0].shape} x2 ({cache_bytes} B), {steps} tokens")
     print(f"tokens (tdf):     {tdf_tokens}")
     print(f"tokens (jax.jit): {jax_tokens}")
     print(f"tokens and logits match jax.jit: {match}")
-    print(f"caches updated in place (same numpy buffers after {STEPS} steps): {in_place}")
+    print(f"caches updated in place (same numpy buffers after {steps} steps): {in_place}")
     print(f"bytes of cache copied per step: {sum(c.nbytes or 0 for c in copies)}")
     updates = [d for d in report.decisions if d.op == "tensor.insert_slice"
                and ".at[" in linecache.getline(d.location.split(":")[0],
                                                int(d.location.split(":")[1]))]
-    for d in updates[:4]:
+    for d in updates:
         print(f"  {d.location}: cache update {'in place' if d.inplace else 'COPIED: ' + d.reason}")
-    print(f"time per token: tdf {tdf_time * 1e6:.0f} us, jax.jit donated "
-          f"{jax_donated_time * 1e6:.0f} us ({tdf_time / jax_donated_time:.2f}x), "
-          f"jax.jit not donated {jax_plain_time * 1e6:.0f} us "
-          f"({tdf_time / jax_plain_time:.2f}x)")
-    ok = match and in_place and not copies and all(d.inplace for d in updates)
+    print(f"time per token (median of interleaved rounds): tdf {times['tdf'] * 1e6:.0f} us, "
+          f"jax.jit donated {times['jax_donated'] * 1e6:.0f} us "
+          f"({times['tdf'] / times['jax_donated']:.2f}x), jax.jit not donated "
+          f"{times['jax'] * 1e6:.0f} us ({times['tdf'] / times['jax']:.2f}x)")
+    ok = match and in_place and not copies and bool(updates) and all(d.inplace for d in updates)
     print("OK" if ok else "FAILED")
     return 0 if ok else 1
 

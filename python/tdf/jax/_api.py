@@ -23,6 +23,8 @@ from ._builder import Translator, tensor_type
 
 __all__ = ["jit", "JitFunction", "Lowered", "StrictInplaceError"]
 
+_PY_SCALARS = (bool, int, float, complex)
+
 _UPDATE_OPS = ("tensor.insert_slice", "tensor.insert", "tensor.parallel_insert_slice")
 
 
@@ -93,6 +95,7 @@ class Lowered:
         self._context = context
         self.name = name
         self._compiled = {}
+        self._default = None
 
     def as_text(self, debug_info: bool = False) -> str:
         """The imported MLIR (``func.func @main``; ``debug_info`` adds the
@@ -173,6 +176,7 @@ class JitFunction:
         if overlap:
             raise ValueError(f"argument(s) {sorted(overlap)} cannot be both static and donated")
         self._cache = {}
+        self._splits = {}
         self._lock = threading.Lock()
         self.__name__ = getattr(fun, "__name__", "fun")
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -182,33 +186,53 @@ class JitFunction:
 
     def _split(self, args):
         n = len(args)
-        for k in self.static_argnums + self.donate_argnums:
-            if not -n <= k < n:
-                raise ValueError(f"{self.__name__}: argnum {k} out of range for {n} argument(s)")
-        static = {k % n for k in self.static_argnums}
-        donate = {k % n for k in self.donate_argnums}
-        return static, donate
+        split = self._splits.get(n)
+        if split is None:
+            for k in self.static_argnums + self.donate_argnums:
+                if not -n <= k < n:
+                    raise ValueError(f"{self.__name__}: argnum {k} out of range for {n} argument(s)")
+            static = frozenset(k % n for k in self.static_argnums)
+            donate = frozenset(k % n for k in self.donate_argnums)
+            split = self._splits[n] = (static, donate)
+        return split
 
     def _key(self, args):
+        """(cache key, flattened dynamic leaves): the key holds the tree
+        structure, each leaf's shape and dtype (or Python scalar type) and
+        the static arguments."""
         import jax
-        static, donate = self._split(args)
-        dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        static, _ = self._split(args)
+        if static:
+            dynamic = tuple(a for i, a in enumerate(args) if i not in static)
+        else:
+            dynamic = args
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
         leaf_keys = []
         for leaf in leaves:
-            if isinstance(leaf, (bool, int, float, complex)):
-                leaf_keys.append(("py", type(leaf)))
+            cls = type(leaf)
+            if cls is np.ndarray:
+                leaf_keys.append((leaf.shape, leaf.dtype))
+            elif cls in _PY_SCALARS or isinstance(leaf, np.generic):
+                leaf_keys.append(cls)
             else:
-                leaf_keys.append((np.shape(leaf), str(getattr(leaf, "dtype", None) or np.asarray(leaf).dtype)))
-        statics = []
-        for i in sorted(static):
-            try:
-                hash(args[i])
-            except TypeError:
-                raise TypeError(f"{self.__name__}: static argument #{i} must be hashable, "
-                                f"got {type(args[i]).__name__}") from None
-            statics.append((i, args[i]))
-        return (len(args), tree, tuple(leaf_keys), tuple(statics), tuple(sorted(donate))), leaves
+                dtype = getattr(leaf, "dtype", None)
+                shape = getattr(leaf, "shape", None)
+                if dtype is None or shape is None:
+                    array = np.asarray(leaf)
+                    dtype, shape = array.dtype, array.shape
+                leaf_keys.append((tuple(shape), np.dtype(dtype)))
+        statics = ()
+        if static:
+            statics = []
+            for i in sorted(static):
+                try:
+                    hash(args[i])
+                except TypeError:
+                    raise TypeError(f"{self.__name__}: static argument #{i} must be hashable, "
+                                    f"got {type(args[i]).__name__}") from None
+                statics.append((i, args[i]))
+            statics = tuple(statics)
+        return (len(args), tree, tuple(leaf_keys), statics), leaves
 
     def _signature(self, args):
         import jax
@@ -225,57 +249,66 @@ class JitFunction:
 
     def lower(self, *args) -> Lowered:
         """The :class:`Lowered` program for these arguments' signature."""
-        key, _ = self._key(args)
-        with self._lock:
-            entry = self._cache.get(key)
-            if entry is None:
-                sig = self._signature(args)
-                name = f"<tdf.jax.jit:{self.__name__}>"
-                module, ctx = _build_module(sig, name)
-                entry = Lowered(sig, module, ctx, name)
-                self._cache[key] = entry
+        return self._lowered(args, self._key(args)[0])
+
+    def _lowered(self, args, key) -> Lowered:
+        entry = self._cache.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is None:
+                    sig = self._signature(args)
+                    name = f"<tdf.jax.jit:{self.__name__}>"
+                    module, ctx = _build_module(sig, name)
+                    entry = Lowered(sig, module, ctx, name)
+                    self._cache[key] = entry
         return entry
 
     # -- calls --------------------------------------------------------------
 
     def __call__(self, *args):
         import jax
-        lowered = self.lower(*args)
+        key, leaves = self._key(args)
+        lowered = self._lowered(args, key)
         sig = lowered._signature
-        program = lowered.compile()
-        _, leaves = self._key(args)
+        program = lowered._default
+        if program is None:
+            program = lowered._default = lowered.compile()
+        entry = program.main
         arrays = []
         for i, (leaf, aval, donated) in enumerate(zip(leaves, sig.in_avals, sig.donated)):
-            dtype = np.dtype(aval.dtype)
-            if donated and isinstance(leaf, np.ndarray) and leaf.dtype == dtype \
-                    and leaf.flags.c_contiguous and leaf.flags.writeable:
+            dtype = aval.dtype
+            if type(leaf) is np.ndarray and leaf.dtype == dtype and leaf.flags.c_contiguous \
+                    and (leaf.flags.writeable or not donated):
                 array = leaf
             elif donated:
                 array = np.array(leaf, dtype=dtype, order="C")
             else:
                 array = np.asarray(leaf, dtype=dtype, order="C")
-            if array.shape != tuple(aval.shape):
+            if array.shape != aval.shape:
                 raise ValueError(f"{self.__name__}: input leaf #{i} has shape {array.shape}, "
                                  f"traced with {tuple(aval.shape)}")
             arrays.append(array)
-        raw = program.main(*arrays, *sig.consts)
+        raw = entry(*arrays, *sig.consts)
         if raw is None:
             raw = ()
-        elif not isinstance(raw, tuple):
+        elif type(raw) is not tuple:
             raw = (raw,)
         outs = []
-        for kind, value in sig.outputs:
+        for (kind, value), aval in zip(sig.outputs, sig.out_avals):
             if kind == "result":
-                outs.append(raw[value])
+                out = raw[value]
             elif kind == "dup":
-                outs.append(raw[value].copy())
+                out = raw[value].copy()
             elif kind == "arg":
-                outs.append(arrays[value] if sig.donated[value] else np.array(arrays[value]))
+                out = np.array(arrays[value])
             elif kind == "const":
-                outs.append(np.array(sig.consts[value]))
+                out = np.array(sig.consts[value])
             else:
-                outs.append(np.array(value))
-        outs = [np.asarray(o).reshape(tuple(a.shape)) for o, a in zip(outs, sig.out_avals)]
+                out = np.array(value)
+            if out.shape != aval.shape:
+                out = out.reshape(aval.shape)
+            outs.append(out)
         return jax.tree_util.tree_unflatten(sig.out_tree, outs)
 
 
