@@ -947,6 +947,18 @@ class _Rewriter:
             for rejection in pending.values():
                 self.reject(rejection)
             return 0
+        repeated = [i for i in indices if i >= 0
+                    and sum(1 for other in operands if other == operands[i]) > 1]
+        if repeated and not kernel.is_declaration and not kernel.variant_elementwise(indices):
+            # One-Shot Bufferize lets a call read and write one buffer through
+            # two operands only when the callee is tdf.elementwise; the variant
+            # cannot carry it, so the operand would be copied.
+            i = repeated[0]
+            self.reject(Rejection("kernel", op, op.location, i, [
+                f"operand #{i} (", operands[i], f") is passed several times and the in-place "
+                f"variant of @{kernel.name} is not element-wise on all its same-typed inputs "
+                f"(One-Shot Bufferize would copy it)"]))
+            return 0
         if not kernel.variant_indices_ok(indices):
             self.reject(Rejection("kernel", op, op.location, max(indices), [
                 f"@{kernel.name} is a declaration whose tdf.inplace_variant computes the pairs "
