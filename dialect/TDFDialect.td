@@ -32,6 +32,9 @@ def TDF_Dialect : Dialect {
 
     The function-argument attribute `tdf.donate` (a unit attribute) marks an
     argument whose storage the caller gives away, as JAX's `donate_argnums`.
+    It is valid on ranked tensor arguments of functions with a body (and on
+    their memref form during bufferization); it is rejected on results, on
+    arguments of declarations and on kernel parameters.
   }];
   let extraClassDeclaration = [{
     /// Name of the unit argument attribute that marks a donated argument.

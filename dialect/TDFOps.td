@@ -43,6 +43,11 @@ def TDF_CallOp : TDF_Op<"call", [
 
     `tdf-insert-inplace` rewrites a `tdf.call` to `tdf.call_inplace` when an
     operand is dead, unaliased, owned and fits the result.
+
+    Like every tdf op it must be inside a function body. The kernel must not
+    mark a parameter `tdf.donate` (it owns no buffer) and must not be
+    recursive: a kernel that calls itself, directly or through other
+    functions, or reaches any call cycle is rejected naming the cycle.
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee,
                        Variadic<TDF_CallArg>:$operands);
@@ -83,7 +88,8 @@ def TDF_CallInplaceOp : TDF_Op<"call_inplace", [
 
     Verifier: one index per result, each in `[-1, #operands)`, no operand index
     twice, at least one index `>= 0`, and each in-place result has exactly its
-    operand's type.
+    operand's type; inside a function body; the kernel neither marks a
+    parameter `tdf.donate` nor reaches a recursive call (as `tdf.call`).
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee,
                        Variadic<TDF_CallArg>:$operands,

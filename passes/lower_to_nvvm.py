@@ -3,7 +3,9 @@
 The pipeline runs, in order (each stage is also available on its own through
 :func:`stage_pipelines`, which :mod:`tdf.gpu` uses to report per stage):
 
-1. ``donate``: ``tdf-donate`` (and ``tdf-insert-inplace`` when ``inplace``);
+1. ``donate``: ``tdf-check-sizes`` (a static shape whose size overflows
+   int64 is refused: bufferization would abort), ``tdf-donate`` (and
+   ``tdf-insert-inplace`` when ``inplace``);
 2. ``bufferize``: One-Shot Bufferize with function boundaries and identity
    layouts, then ``canonicalize, cse`` (self-copies fold away) and
    ``symbol-dce`` (kernels nobody calls are not compiled). The in-place decisions are fixed here:
@@ -16,7 +18,9 @@ The pipeline runs, in order (each stage is also available on its own through
    contiguous dimension lands on ``threadIdx.x`` (coalesced accesses),
    turned into ``gpu.launch`` and outlined into ``gpu.func`` kernels;
    ``tdf-gpu-check-host-access`` then rejects host code that would still
-   touch device memory;
+   touch device memory, and ``tdf-widen-i1-memrefs`` stores ``i1`` buffers
+   as ``i8`` (host signatures, device buffers and kernels; the memref to
+   LLVM lowering asserts on ``i1`` loads and stores);
 4. ``nvvm``: ``gpu-lower-to-nvvm-pipeline`` for the chosen chip: NVVM, the host
    side through the GPU runtime ABI (``mgpu*`` calls) and ``gpu.binary``
    holding PTX (``format=isa``), a cubin (``bin``) or a fatbin (``fatbin``;
