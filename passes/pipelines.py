@@ -95,6 +95,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ._ir import arg_dicts, collect_ops, function_type, has_body, is_public, sym_name
+from .fuse_kernels import FUSE_KERNELS
 from .math_lowering import APPROXIMATE_MATH, MATH_TO_LLVM
 from .registry import PassContext, PassOption, register_pass, register_pipeline
 
@@ -500,13 +501,17 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
 STRICT_CHECK = "tdf-verify-inplace{strict=true}"
 
 
-def inplace_stage(inplace: bool = True, copy_before_write: bool = False) -> list[str]:
+def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
+                  fuse_kernels: bool = True) -> list[str]:
     """The first stage of the CPU pipeline, shared by ``tdf-lower-to-cpu`` and
     ``tdf.compile``: ``tdf-check-sizes`` (before anything that could abort on
-    an overflowing shape), then ``tdf-insert-inplace`` unless ``inplace`` is
-    off or ``copy_before_write`` is on. ``strict`` appends
-    :data:`STRICT_CHECK` after it."""
+    an overflowing shape), then (``fuse_kernels``) :data:`FUSE_KERNELS`
+    (chains of kernel calls inlined and fused into one linalg op), then
+    ``tdf-insert-inplace`` unless ``inplace`` is off or ``copy_before_write``
+    is on. ``strict`` appends :data:`STRICT_CHECK` after it."""
     passes = ["tdf-check-sizes"]  # before tdf-insert-inplace too
+    if fuse_kernels:
+        passes += FUSE_KERNELS
     if inplace and not copy_before_write:
         passes.append("tdf-insert-inplace")
     return passes
@@ -525,12 +530,15 @@ def inplace_stage(inplace: bool = True, copy_before_write: bool = False) -> list
                    "Lower allocations to the generic _mlir_memref_to_llvm_* functions (for counting)"),
         PassOption("approximate-math", bool, True,
                    "f32 exp/log/tanh/... as vectorizable polynomials (tdf-math-approximation)"),
+        PassOption("fuse-kernels", bool, True,
+                   "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
+                   "linalg-fuse-elementwise-ops)"),
     ],
 )
 def lower_to_cpu_pipeline(options: dict) -> str:
     """Expands to the CPU lowering pass list (see the module docstring)."""
     copy_before_write = options["copy-before-write"]
-    passes = inplace_stage(options["inplace"], copy_before_write)
+    passes = inplace_stage(options["inplace"], copy_before_write, options["fuse-kernels"])
     if options["strict"]:
         passes.append(STRICT_CHECK)
     passes.append("tdf-bufferize{copy-before-write=true}" if copy_before_write else "tdf-bufferize")

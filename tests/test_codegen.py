@@ -1,0 +1,255 @@
+"""Codegen optimisations compared with themselves switched off and with JAX:
+
+- kernel fusion (``tdf-inline-kernels`` + ``linalg-fuse-elementwise-ops``):
+  random chains/DAGs of element-wise kernel calls with random donation, run
+  fused, unfused (``inplace_stage(fuse_kernels=False)``) and by ``jax.jit``;
+  fused and unfused must agree bit for bit (fusion reorders no arithmetic),
+  both must match JAX, and non-donated inputs must be unchanged;
+- what fusion leaves alone (declarations, kernels reading their output,
+  reductions, a lone call whose result is inserted into a concat) stays a
+  call and still computes the right answer.
+
+``TDF_LONG=1`` runs more examples (``TDF_CODEGEN_EXAMPLES``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tdf
+from tdf.passes import pipelines
+
+LONG = os.environ.get("TDF_LONG") == "1"
+EXAMPLES = int(os.environ.get("TDF_CODEGEN_EXAMPLES", "300" if LONG else "20"))
+N = 64
+T = f"tensor<{N}xf32>"
+M = f"memref<{N}xf32>"
+
+# name: (payload lines using %a [%b] producing %r, arity, jax function)
+KERNELS = {
+    "scale": ("%c = arith.constant 1.5 : f32\n    %r = arith.mulf %a, %c : f32", 1,
+              lambda a: a * np.float32(1.5)),
+    "shift": ("%c = arith.constant -0.25 : f32\n    %r = arith.addf %a, %c : f32", 1,
+              lambda a: a + np.float32(-0.25)),
+    "square": ("%r = arith.mulf %a, %a : f32", 1, lambda a: a * a),
+    "tanh": ("%r = math.tanh %a : f32", 1, jnp.tanh),
+    "add": ("%r = arith.addf %a, %b : f32", 2, lambda a, b: a + b),
+    "sub": ("%r = arith.subf %a, %b : f32", 2, lambda a, b: a - b),
+}
+
+
+def _kernel(name) -> str:
+    body, arity, _ = KERNELS[name]
+    # Constants inside the payload in some kernels, outside in others: both
+    # forms must inline.
+    consts = [line for line in body.split("\n") if "arith.constant" in line]
+    payload = "\n".join(line for line in body.split("\n") if "arith.constant" not in line)
+    ins = ", ".join(["%in0", "%in1"][:arity])
+    in_types = ", ".join([M] * arity)
+    maps = ", ".join(["affine_map<(i) -> (i)>"] * (arity + 1))
+    bargs = ", ".join(["%a: f32", "%b: f32"][:arity]) + ", %o: f32"
+    params = ", ".join([f"%in{i}: {M}" for i in range(arity)] + [f"%out: {M}"])
+    const_text = "\n".join(f"  {c.strip()}" for c in consts)
+    return f"""
+func.func private @{name}({params}) attributes {{tdf.elementwise}} {{
+{const_text}
+  linalg.generic {{indexing_maps = [{maps}], iterator_types = ["parallel"]}}
+      ins({ins} : {in_types}) outs(%out : {M}) {{
+  ^bb0({bargs}):
+    {payload.strip()}
+    linalg.yield %r : f32
+  }}
+  return
+}}
+"""
+
+
+ALL_KERNELS = "".join(_kernel(k) for k in KERNELS)
+
+
+@st.composite
+def chains(draw):
+    """(text, jax function, number of arguments, donated flags)."""
+    nargs = draw(st.integers(1, 2))
+    donated = [draw(st.booleans()) for _ in range(nargs)]
+    values = [f"%x{i}" for i in range(nargs)]
+    steps = []
+    for i in range(draw(st.integers(1, 7))):
+        name = draw(st.sampled_from(sorted(KERNELS)))
+        arity = KERNELS[name][1]
+        # Mostly the newest value (long chains), sometimes an older one.
+        picks = [len(values) - 1 if draw(st.integers(0, 3)) else draw(st.integers(0, len(values) - 1))
+                 for _ in range(arity)]
+        steps.append((name, picks))
+        values.append(f"%v{i}")
+    results = sorted({len(values) - 1} | ({draw(st.integers(0, len(values) - 1))}
+                                          if draw(st.booleans()) else set()))
+    args = ", ".join(f"%x{i}: {T}" + (" {tdf.donate}" if donated[i] else "") for i in range(nargs))
+    lines = []
+    for i, (name, picks) in enumerate(steps):
+        operands = ", ".join(values[p] for p in picks)
+        types = ", ".join([T] * len(picks))
+        lines.append(f"  %v{i} = tdf.call @{name}({operands}) : ({types}) -> {T}")
+    rets = ", ".join(values[r] for r in results)
+    rtypes = ", ".join([T] * len(results))
+    text = ALL_KERNELS + f"""
+func.func @f({args}) -> ({rtypes}) {{
+{chr(10).join(lines)}
+  return {rets} : {rtypes}
+}}
+"""
+
+    def reference(*xs):
+        vals = list(xs)
+        for name, picks in steps:
+            vals.append(KERNELS[name][2](*[vals[p] for p in picks]))
+        return tuple(vals[r] for r in results)
+
+    return text, reference, nargs, donated
+
+
+@pytest.fixture
+def unfused(monkeypatch):
+    original = pipelines.inplace_stage
+
+    def without(inplace=True, copy_before_write=False, fuse_kernels=True):
+        return original(inplace, copy_before_write, fuse_kernels=False)
+
+    def compile_unfused(text):
+        with monkeypatch.context() as m:
+            m.setattr(pipelines, "inplace_stage", without)
+            return tdf.compile(text)
+
+    return compile_unfused
+
+
+def _run(prog, xs):
+    args = [x.copy() for x in xs]
+    out = prog.f(*args)
+    return (out if isinstance(out, tuple) else (out,)), args
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=chains(), seed=st.integers(0, 2**31 - 1))
+def test_fused_matches_unfused_and_jax(unfused, case, seed):
+    text, reference, nargs, donated = case
+    rng = np.random.default_rng(seed)
+    xs = [rng.uniform(-2, 2, N).astype(np.float32) for _ in range(nargs)]
+    fused_out, fused_args = _run(tdf.compile(text), xs)
+    plain_out, plain_args = _run(unfused(text), xs)
+    want = jax.jit(reference)(*[jnp.asarray(x) for x in xs])
+    assert len(fused_out) == len(plain_out) == len(want)
+    for got, plain, ref in zip(fused_out, plain_out, want):
+        np.testing.assert_array_equal(got, plain)
+        np.testing.assert_allclose(got, np.asarray(ref), rtol=2e-6, atol=2e-6)
+    for i in range(nargs):
+        if not donated[i]:
+            np.testing.assert_array_equal(fused_args[i], xs[i])
+            np.testing.assert_array_equal(plain_args[i], xs[i])
+
+
+def _entry_ir(prog) -> str:
+    ir_text = prog.buffer_ir
+    return ir_text[ir_text.index("func.func @f("):]
+
+
+def test_chain_becomes_one_loop_in_place_on_donated_input():
+    text = ALL_KERNELS + f"""
+func.func @f(%x: {T} {{tdf.donate}}) -> {T} {{
+  %a = tdf.call @scale(%x) : ({T}) -> {T}
+  %b = tdf.call @shift(%a) : ({T}) -> {T}
+  %c = tdf.call @tanh(%b) : ({T}) -> {T}
+  return %c : {T}
+}}
+"""
+    prog = tdf.compile(text)
+    entry = _entry_ir(prog)
+    assert entry.count("linalg.generic") == 1, entry
+    assert "memref.alloc" not in entry and "call @" not in entry, entry
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    want = np.tanh(x * np.float32(1.5) - np.float32(0.25))
+    got = prog.f(x)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+    assert np.shares_memory(got, x)
+
+
+def test_chain_on_non_donated_input_allocates_one_result():
+    text = ALL_KERNELS + f"""
+func.func @f(%x: {T}) -> {T} {{
+  %a = tdf.call @square(%x) : ({T}) -> {T}
+  %b = tdf.call @add(%a, %x) : ({T}, {T}) -> {T}
+  return %b : {T}
+}}
+"""
+    prog = tdf.compile(text)
+    entry = _entry_ir(prog)
+    assert entry.count("linalg.generic") == 1 and entry.count("memref.alloc") == 1, entry
+    x = np.linspace(-1, 1, N, dtype=np.float32)
+    before = x.copy()
+    np.testing.assert_array_equal(prog.f(x), x * x + x)
+    np.testing.assert_array_equal(x, before)
+
+
+NOT_INLINED = f"""
+func.func private @decl({M}, {M})
+func.func private @reads_out(%in: {M}, %out: {M}) {{
+  linalg.generic {{indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                  iterator_types = ["parallel"]}} ins(%in : {M}) outs(%out : {M}) {{
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("callee, reason", [
+    ("decl", "the kernel has no body"),
+    ("reads_out", "the kernel reads its output"),
+])
+def test_calls_that_are_not_inlined_say_why(callee, reason):
+    text = ALL_KERNELS + NOT_INLINED + f"""
+func.func @f(%x: {T}) -> {T} {{
+  %a = tdf.call @scale(%x) : ({T}) -> {T}
+  %b = tdf.call @{callee}(%a) : ({T}) -> {T}
+  return %b : {T}
+}}
+"""
+    ctx = tdf.Context()
+    module = tdf.parse(text, ctx)
+    records = []
+    tdf.run_pipeline(module, "builtin.module(tdf-inline-kernels{remarks})", diagnostics=records)
+    messages = [str(r) for r in records]
+    assert any(f"tdf.call @{callee} kept as a call: {reason}" in m for m in messages), messages
+    assert f"tdf.call @{callee}" in str(module)
+
+
+def test_lone_call_into_concat_stays_a_call():
+    """A single kernel call inserted into a concat keeps tdf-insert-inplace's
+    call path (computed in its slice), and the answer is right."""
+    row = "tensor<1x64xf32>"
+    text = ALL_KERNELS + f"""
+func.func @f(%x: {T}, %y: {T}) -> tensor<2x64xf32> {{
+  %e = tensor.empty() : tensor<2x64xf32>
+  %a = tdf.call @tanh(%x) : ({T}) -> {T}
+  %b = tdf.call @tanh(%y) : ({T}) -> {T}
+  %ra = tensor.expand_shape %a [[0, 1]] output_shape [1, 64] : {T} into {row}
+  %rb = tensor.expand_shape %b [[0, 1]] output_shape [1, 64] : {T} into {row}
+  %0 = tensor.insert_slice %ra into %e[0, 0] [1, 64] [1, 1] : {row} into tensor<2x64xf32>
+  %1 = tensor.insert_slice %rb into %0[1, 0] [1, 64] [1, 1] : {row} into tensor<2x64xf32>
+  return %1 : tensor<2x64xf32>
+}}
+"""
+    prog = tdf.compile(text)
+    assert "tdf.call" not in _entry_ir(prog)  # bufferized
+    x, y = np.linspace(-2, 2, N, dtype=np.float32), np.linspace(3, -3, N, dtype=np.float32)
+    np.testing.assert_allclose(prog.f(x, y), np.tanh(np.stack([x, y])), rtol=4e-7, atol=1e-7)
