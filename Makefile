@@ -15,6 +15,7 @@ setup: $(PY)
 	$(PY) -m pip install -q --no-build-isolation -e . -Cbuild-dir=$(BUILD_DIR)
 
 example: setup
+	$(PY) examples/jax_decode.py
 	$(PY) examples/kv_cache_decode.py
 
 lit: setup
