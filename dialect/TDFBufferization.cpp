@@ -11,8 +11,12 @@
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::bufferization;
@@ -136,6 +140,251 @@ FailureOr<BufferLikeType> kernelResultBufferType(Operation *op, Value value,
   return cast<BufferLikeType>(fnType.getInput(paramIndex));
 }
 
+//===----------------------------------------------------------------------===//
+// Alias cuts: keeping One-Shot's alias sets short on long in-place chains
+//===----------------------------------------------------------------------===//
+//
+// One-Shot Analysis decides each tensor operand by collecting every read and
+// every in-place write of the operand's alias set and the result's, and then
+// checking every (read, write) pair. On a chain
+//
+//   %1 = tdf.call_inplace @k(%0) inplace [0]
+//   %2 = tdf.call_inplace @k(%1) inplace [0]
+//   ...
+//
+// every value ends up in one alias set, so the k-th decision costs O(k^2)
+// and the whole analysis O(N^3) (N = 1000: ~80 s). The cure is to tell One-Shot
+// that result %k does *not* alias operand %k-1 (so its alias sets stay short)
+// wherever that cannot change what the program computes: the "cut".
+//
+// A cut at in-place pair (operand %v -> result %r) of a tdf.call_inplace is
+// sound when nothing that may share %v's buffer is used after the call: then
+// the only later accesses of that memory go through %r, and One-Shot's own
+// check of the write to %v (still reported as a write) decides in place vs.
+// copy as before (a read of an alias of %v after the call is still a
+// conflict). Bufferization is unchanged: %r gets %v's buffer (or its copy).
+// It does not change any decision either: a (read, write) pair with one side
+// before the cut and the other after it is never a conflict when the part
+// before is dead after the call (every read there happens before every write
+// after; every write there happens before the definitions read after), and
+// the one other way the two parts interact -- a non-writable value in one
+// part making One-Shot copy before a write in the other -- is excluded by
+// cutting only between parts that hold no non-writable value and no block
+// argument.
+//
+// The may-alias components are computed with a union-find over every
+// aliasing pair that any op's BufferizableOpInterface reports (a superset of
+// One-Shot's alias sets, which only merge pairs decided in place), in program
+// order, with earlier cuts removed. The pair is cut only when
+//  * the call is in the single block of its function's body (no loop, no
+//    branch: op order is execution order),
+//  * %v's component has no block argument (a function argument's
+//    equivalence to a result is what callers and result dropping rely on)
+//    and no value that One-Shot deems non-writable,
+//  * no member of %v's component is used after the call (uses in nested
+//    regions count at their ancestor in the block), and no other in-place
+//    operand of the call is in the component,
+//  * %v's component has at least kMinCutComponent values: short chains (every
+//    program of the test corpus) are analysed exactly as without cuts,
+//  * and, checked once every cut is known, %r's final component has no block
+//    argument and no non-writable value either (else the cut is undone; done
+//    from the last cut to the first, since undoing one can only spoil an
+//    earlier one).
+// Chains therefore split into segments of about kMinCutComponent values and
+// the analysis becomes linear in the chain length.
+
+/// Components smaller than this are never cut.
+constexpr unsigned kMinCutComponent = 8;
+
+/// Union-find over tensor values with, per component, its size, whether it
+/// holds a block argument or a non-writable value ("pinned"), and the
+/// position of its last use in the block.
+class AliasComponents {
+public:
+  AliasComponents(Block &block, const OneShotAnalysisState &state)
+      : block(block), state(state) {
+    unsigned index = 0;
+    for (Operation &op : block)
+      position[&op] = index++;
+  }
+
+  /// The component of `value` (created on first sight).
+  unsigned find(Value value) {
+    auto [it, inserted] = ids.try_emplace(value, parent.size());
+    if (inserted) {
+      parent.push_back(it->second);
+      size.push_back(1);
+      pinned.push_back(isa<BlockArgument>(value) || !state.isWritable(value));
+      lastUse.push_back(lastUseOf(value));
+    }
+    unsigned id = it->second;
+    while (parent[id] != id) {
+      parent[id] = parent[parent[id]];
+      id = parent[id];
+    }
+    return id;
+  }
+
+  void merge(Value a, Value b) {
+    unsigned x = find(a), y = find(b);
+    if (x == y)
+      return;
+    if (size[x] < size[y])
+      std::swap(x, y);
+    parent[y] = x;
+    size[x] += size[y];
+    pinned[x] = pinned[x] || pinned[y];
+    lastUse[x] = std::max(lastUse[x], lastUse[y]);
+  }
+
+  bool isPinned(Value value) { return pinned[find(value)]; }
+
+  /// Whether the component `id` is dead after `op` (an op of the block),
+  /// not pinned and at least `minSize` values large.
+  bool canCutAfter(unsigned id, Operation *op, unsigned minSize) const {
+    return !pinned[id] && size[id] >= minSize &&
+           lastUse[id] <= position.lookup(op);
+  }
+
+private:
+  /// The position of the last op of the block that uses `value` (directly or
+  /// in a nested region); the maximum value when a use lies outside.
+  unsigned lastUseOf(Value value) const {
+    unsigned last = 0;
+    for (OpOperand &use : value.getUses()) {
+      Operation *ancestor = block.findAncestorOpInBlock(*use.getOwner());
+      if (!ancestor)
+        return std::numeric_limits<unsigned>::max();
+      last = std::max(last, position.lookup(ancestor));
+    }
+    return last;
+  }
+
+  Block &block;
+  const OneShotAnalysisState &state;
+  DenseMap<Operation *, unsigned> position;
+  DenseMap<Value, unsigned> ids;
+  SmallVector<unsigned> parent, size, lastUse;
+  SmallVector<bool> pinned;
+};
+
+/// Merges the aliasing pairs of `op`, except the in-place pairs of a
+/// tdf.call_inplace (the caller decides those).
+void mergeAliasingPairs(Operation *op, const AnalysisState &state,
+                        AliasComponents &components) {
+  if (isa<CallInplaceOp>(op))
+    return;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<TensorLikeType>(operand.get().getType()))
+      continue;
+    for (const AliasingValue &alias : state.getAliasingValues(operand))
+      components.merge(operand.get(), alias.value);
+  }
+}
+
+/// The cut in-place operands of the tdf.call_inplace ops of each analysed
+/// function, cached on the One-Shot analysis state for the duration of one
+/// analysis (the IR does not change between the first query and the end of
+/// the analysis).
+class AliasCutState final : public OneShotAnalysisState::Extension {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AliasCutState)
+
+  explicit AliasCutState(OneShotAnalysisState &state) : Extension(state) {}
+
+  /// Returns whether `operand` (an in-place operand of a tdf.call_inplace) is
+  /// cut from its result, computing the cuts of its function on first use.
+  bool isCut(OpOperand &operand) {
+    auto func = operand.getOwner()->getParentOfType<func::FuncOp>();
+    if (!func)
+      return false;
+    if (analyzed.insert(func).second)
+      computeCuts(func);
+    return cuts.contains(&operand);
+  }
+
+private:
+  void computeCuts(func::FuncOp func);
+
+  DenseSet<Operation *> analyzed;
+  DenseSet<OpOperand *> cuts;
+};
+
+void AliasCutState::computeCuts(func::FuncOp func) {
+  const OneShotAnalysisState &state = getAnalysisState();
+  Region &body = func.getBody();
+  if (!body.hasOneBlock())
+    return;
+  Block &block = body.front();
+
+  // Candidates, in program order. Pre-order: every op before a call of the
+  // block (nested ops included) is visited before the call.
+  SmallVector<std::pair<OpOperand *, OpResult>> candidates;
+  AliasComponents components(block, state);
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    auto call = dyn_cast<CallInplaceOp>(op);
+    if (!call) {
+      mergeAliasingPairs(op, state, components);
+      return;
+    }
+    ArrayRef<int64_t> indices = call.getInplaceIndices();
+    SmallVector<unsigned> inplaceComponents;
+    for (int64_t index : indices)
+      if (index >= 0)
+        inplaceComponents.push_back(components.find(op->getOperand(index)));
+    for (auto [resultIndex, index] : llvm::enumerate(indices)) {
+      if (index < 0)
+        continue;
+      OpOperand &operand = op->getOpOperand(index);
+      OpResult result = op->getResult(resultIndex);
+      unsigned id = components.find(operand.get());
+      if (op->getBlock() == &block &&
+          llvm::count(inplaceComponents, id) == 1 &&
+          components.canCutAfter(id, op, kMinCutComponent))
+        candidates.push_back({&operand, result});
+      else
+        components.merge(operand.get(), result);
+    }
+  });
+  if (candidates.empty())
+    return;
+
+  // Final components with every candidate cut; undo the cuts whose result
+  // side is pinned, last first.
+  AliasComponents final(block, state);
+  DenseSet<OpOperand *> candidateSet;
+  for (auto &candidate : candidates)
+    candidateSet.insert(candidate.first);
+  func.walk([&](Operation *op) {
+    mergeAliasingPairs(op, state, final);
+    if (auto call = dyn_cast<CallInplaceOp>(op))
+      for (auto [resultIndex, index] :
+           llvm::enumerate(call.getInplaceIndices()))
+        if (index >= 0 && !candidateSet.contains(&op->getOpOperand(index)))
+          final.merge(op->getOperand(index), op->getResult(resultIndex));
+  });
+  for (auto &[operand, result] : llvm::reverse(candidates)) {
+    if (final.isPinned(result))
+      final.merge(operand->get(), result);
+    else
+      cuts.insert(operand);
+  }
+}
+
+/// Whether One-Shot Analysis should see in-place `operand` of a
+/// tdf.call_inplace as cut from its result (see above). Only a One-Shot
+/// analysis state has cuts; other states (copy-before-write) see every pair.
+bool isAliasCut(OpOperand &operand, const AnalysisState &state) {
+  auto *oneShot = dyn_cast<OneShotAnalysisState>(&state);
+  if (!oneShot)
+    return false;
+  auto &mutableState = const_cast<OneShotAnalysisState &>(*oneShot);
+  AliasCutState *cuts = mutableState.getExtension<AliasCutState>();
+  if (!cuts)
+    cuts = &mutableState.addExtension<AliasCutState>();
+  return cuts->isCut(operand);
+}
+
 /// tdf.call: reads its operands, writes nothing, allocates every result.
 struct CallOpModel
     : public BufferizableOpInterface::ExternalModel<CallOpModel, CallOp> {
@@ -182,10 +431,10 @@ struct CallInplaceOpModel
         cast<CallInplaceOp>(op).getInplaceResult(operand.getOperandNumber()));
   }
   AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
-                                      const AnalysisState &) const {
+                                      const AnalysisState &state) const {
     OpResult result =
         cast<CallInplaceOp>(op).getInplaceResult(operand.getOperandNumber());
-    if (!result)
+    if (!result || isAliasCut(operand, state))
       return {};
     return {{result, BufferRelation::Equivalent, /*isDefinite=*/true}};
   }

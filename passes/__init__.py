@@ -16,6 +16,11 @@ from .registry import (
     register_pipeline,
 )
 
+# Registers tdf's op classes for ``op.opview``: without it every opview of a
+# tdf op retries a failing ``import mlir.dialects.tdf`` (~0.15 ms each, 3/4 of
+# tdf-insert-inplace's time on a 8k-call chain).
+from .. import dialects as _dialects  # noqa: F401
+
 # Each module registers its passes on import.
 from . import check_sizes  # noqa: F401
 from . import donate  # noqa: F401

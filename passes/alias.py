@@ -95,7 +95,7 @@ class _Class:
     __slots__ = ("members", "escaped", "not_owned", "max_use")
 
     def __init__(self):
-        self.members = []
+        self.members = {}  # value -> None (ordered; O(1) forget)
         self.escaped = False
         self.not_owned = None  # (witness value, reason) or None
         self.max_use = -1  # largest pre-order number of a use of a member
@@ -124,7 +124,7 @@ class AliasAnalysis:
             return
         self._parent[value] = value
         cls = _Class()
-        cls.members.append(value)
+        cls.members[value] = None
         if self.order is not None and value is not _BLACK_HOLE:
             for use in value.uses:
                 pre = self.order.record(use.owner).pre
@@ -154,7 +154,7 @@ class AliasAnalysis:
         if len(ca.members) < len(cb.members):
             ra, rb, ca, cb = rb, ra, cb, ca
         self._parent[rb] = ra
-        ca.members.extend(cb.members)
+        ca.members.update(cb.members)
         ca.escaped = ca.escaped or cb.escaped
         ca.not_owned = ca.not_owned or cb.not_owned
         ca.max_use = max(ca.max_use, cb.max_use)
@@ -164,10 +164,7 @@ class AliasAnalysis:
         """Drops ``value`` (about to be erased) from its class's member list;
         it stays in the union-find so that the class structure is intact."""
         cls = self._class[self.find(value)]
-        try:
-            cls.members.remove(value)
-        except ValueError:
-            pass
+        cls.members.pop(value, None)
 
     def _mark(self, value, reason: str) -> None:
         cls = self._class[self.find(value)]
