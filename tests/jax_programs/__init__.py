@@ -190,3 +190,41 @@ PROGRAMS = {
     "kv_scan_cache": (kv_scan_cache, lambda r: (np.zeros((12, 4), np.float32), _f32(r, 3, 4), np.int32(2)), (0,), ()),
     "batched_dot": (batched_dot, lambda r: (_f32(r, 2, 3, 4), _f32(r, 2, 4, 5)), (), ()),
 }
+
+
+def _x(r):
+    return _f32(r, 4, 6)
+
+
+_IDS = np.array([0, 5, -1, 9], np.int32)
+
+EXTRA = {
+    "vmap_gather": lambda x, i: jax.vmap(lambda r, j: r[j])(x, i),
+    "vmap_scatter_add": lambda x, i: jax.vmap(lambda r, j: r.at[j].add(1.0))(x, i),
+    "take_along_axis": lambda x, i: jnp.take_along_axis(x, jnp.abs(i)[:, None] % 6, axis=1),
+    "one_hot_matmul": lambda x, i: jax.nn.one_hot(i, 6) @ x.T,
+    "take_clip": lambda x, i: jnp.take(x, i, axis=1, mode="clip"),
+    "take_fill": lambda x, i: jnp.take(x, i, axis=0, mode="fill"),
+    "logsumexp": lambda x, i: jax.nn.logsumexp(x, axis=1),
+    "int_reductions": lambda x, i: (jnp.max(i), jnp.min(i), jnp.sum(i), jnp.prod(i[:2]),
+                                    jnp.cumsum(i), jnp.argmax(i)),
+    "bool_ops": lambda x, i: (jnp.any(x > 1), jnp.all(x > -3), jnp.sum(x > 0),
+                              (x > 0) & (x < 1), jnp.logical_not(x > 0)),
+    "scan_reverse": lambda x, i: lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(6), x, reverse=True),
+    "nested_fori": lambda x, i: lax.fori_loop(
+        0, 3, lambda k, a: lax.fori_loop(0, 2, lambda m, b: b * 0.9 + x[k], a), jnp.zeros(6)),
+    "while_doubling": lambda x, i: lax.while_loop(lambda s: s[1] < 100.0,
+                                                  lambda s: (s[0] + 1, s[1] * 2 + 1), (0, 1.0)),
+    "remat": lambda x, i: jax.checkpoint(lambda y: jnp.sin(y) * 2)(x),
+    "grad_tanh": lambda x, i: jax.grad(lambda y: jnp.sum(jnp.tanh(y) ** 2))(x),
+    "custom_jvp_activations": lambda x, i: jax.nn.relu(x) + jax.nn.softplus(x) + jax.nn.gelu(x),
+    "stack_unstack": lambda x, i: (jnp.stack([x, x * 2], 1), lax.unstack(x, 1)[2]),
+    "remainders": lambda x, i: (i % 3, i // -3, jnp.remainder(x, -1.5), jnp.floor_divide(x, 0.7)),
+    "select_n3": lambda x, i: lax.select_n(jnp.clip(i, 0, 2)[:, None] * jnp.ones((4, 6), jnp.int32),
+                                           x, -x, x * 10),
+    "dot_int8": lambda x, i: lax.dot_general((x * 10).astype(jnp.int8), (x * 10).astype(jnp.int8).T,
+                                             (((1,), (0,)), ((), ())), preferred_element_type=jnp.int32),
+}
+
+for _name, _fun in EXTRA.items():
+    PROGRAMS[_name] = (_fun, lambda r: (_x(r), _IDS.copy()), (), ())

@@ -72,6 +72,7 @@ def _binary(float_op, int_op, bool_op=None):
 
 
 _float_rule("add", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp))
+_float_rule("add_any", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp))
 _float_rule("sub", _binary(arith.SubFOp, arith.SubIOp, arith.XOrIOp))
 _float_rule("mul", _binary(arith.MulFOp, arith.MulIOp, arith.AndIOp))
 _float_rule("max", _binary(arith.MaximumFOp, arith.MaxSIOp, arith.OrIOp))

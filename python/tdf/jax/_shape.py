@@ -168,3 +168,29 @@ def _tile(tr, eqn, args):
     init = tr.empty(shape, t.element_type)
     return tr.generic([x], [in_map], [init], [dims], ["parallel"] * len(shape),
                       lambda a, _o: [a])
+
+
+@rule("stack")
+def _stack(tr, eqn, args):
+    axis = int(eqn.params["axis"])
+    aval = eqn.outvars[0].aval
+    shape = tuple(int(s) for s in aval.shape)
+    part_shape = shape[:axis] + (1,) + shape[axis + 1:]
+    parts = [tr.reshape(a, part_shape) for a in args]
+    if len(parts) == 1:
+        return parts
+    rtype = ir.RankedTensorType.get(shape, ir.RankedTensorType(args[0].type).element_type)
+    return [tensor.ConcatOp(rtype, axis, parts).result]
+
+
+@rule("unstack")
+def _unstack(tr, eqn, args):
+    (x,) = args
+    axis = int(eqn.params["axis"])
+    t = ir.RankedTensorType(x.type)
+    outs = []
+    for i, var in enumerate(eqn.outvars):
+        offsets = [i if d == axis else 0 for d in range(t.rank)]
+        sizes = [1 if d == axis else t.shape[d] for d in range(t.rank)]
+        outs.append(tr.extract_slice(x, offsets, sizes, result_shape=list(var.aval.shape)))
+    return outs
