@@ -127,11 +127,13 @@ func.func @{name}(%in: {m}, %out: {m}) attributes {{tdf.elementwise}} {{
 """
 
 
-def ew_chain(n: int, calls: int) -> str:
+def ew_chain(n: int, calls: int, donate: bool = False) -> str:
     """``calls`` chained element-wise kernel calls on a ``[n]`` f32 tensor.
 
-    Signature: ``@chain(%x) -> tensor`` (``%x`` not donated: the first call
-    must allocate, every later one may reuse the dead intermediate).
+    Signature: ``@chain(%x) -> tensor``. ``%x`` not donated: the first call
+    must allocate, every later one may reuse the dead intermediate (or, with
+    kernel fusion, the fused loop writes one fresh result); ``donate``:
+    ``%x {tdf.donate}``, so the whole chain may run in ``%x``'s storage.
     """
     t = _t([n])
     lines = []
@@ -144,7 +146,7 @@ def ew_chain(n: int, calls: int) -> str:
     return (_ew_kernel("scale", n, "mulf", "1.000100e+00")
             + _ew_kernel("shift", n, "addf", "5.000000e-01")
             + f"""
-func.func @chain(%x: {t}) -> {t} {{
+func.func @chain(%x: {t}{" {tdf.donate}" if donate else ""}) -> {t} {{
 {body}
   return {cur} : {t}
 }}

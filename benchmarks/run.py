@@ -281,13 +281,14 @@ def bench_kv(cfg, backend, sizes, layers_mode: bool, loop: bool):
 
 
 def bench_ew_chain(cfg, backend, sizes):
-    """Element-wise chain of ``calls`` kernel calls on a ``[n]`` tensor."""
+    """Element-wise chain of ``calls`` kernel calls on a ``[n]`` tensor, with
+    the input not donated (a fresh result, against ``jax.jit``) and donated
+    (in place, against ``jax.jit(donate_argnums=0)``; every variant feeds its
+    result back as the next input)."""
     jax = _jax()
     import jax.numpy as jnp
     rows = []
     for n, calls in sizes:
-        notes = {}
-        text = P.ew_chain(n, calls)
         x0 = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
         c1, c2 = np.float32(1.0001), np.float32(0.5)
 
@@ -305,11 +306,7 @@ def bench_ew_chain(cfg, backend, sizes):
                 x = x * c1 if i % 2 == 0 else x + c2
             return x
         want = ref(x0)
-        fns, report = builds(backend, text, "chain", notes)
         jd, jn = jax.jit(jf, donate_argnums=0), jax.jit(jf)
-        oks = {nm: check(nm, f(x0), want, 1e-4) for nm, f in fns.items()}
-        oks["jax"] = check("jax", np.asarray(jn(jnp.asarray(x0))), want, 1e-4)
-        oks["jax_donated"] = check("jax_donated", np.asarray(jd(jnp.asarray(x0))), want, 1e-4)
 
         def jstep(f):
             def s(x):
@@ -318,22 +315,33 @@ def bench_ew_chain(cfg, backend, sizes):
                 return r
             return s
         xj = jnp.asarray(x0)
-        variants = tdf_variants(fns, lambda f: lambda: f(x0))
-        variants.update({
-            # donation consumes the input: feed each result back as the next input
-            "jax_donated": _stateful(jstep(jd), jnp.asarray(x0)),
-            "jax": lambda: jn(xj).block_until_ready(),
-            "numpy": lambda: ref(x0),
-        })
-        timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
-        for v in timing.values():
-            v["per_step"] = v["median"] / calls
-        tmem = backend.memory(text, "chain", lambda: (x0,), notes)
         jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(x0),), (0,)),
                 "jax": jax_memory(jf, (jnp.asarray(x0),), ())}
         npb = numpy_bytes(lambda: ref(x0))
-        rows.append(_row({"n": n, "calls": calls}, oks, timing, tmem, jmem, npb, notes, report,
-                         tensor_bytes=int(x0.nbytes)))
+        for donate in (False, True):
+            notes = {}
+            text = P.ew_chain(n, calls, donate=donate)
+            fns, report = builds(backend, text, "chain", notes)
+            # A donated build may update its argument: check on copies.
+            oks = {nm: check(nm, f(x0.copy()), want, 1e-4) for nm, f in fns.items()}
+            oks["jax"] = check("jax", np.asarray(jn(jnp.asarray(x0))), want, 1e-4)
+            oks["jax_donated"] = check("jax_donated", np.asarray(jd(jnp.asarray(x0))), want, 1e-4)
+            if donate:
+                variants = tdf_variants(fns, lambda f: _stateful(f, x0.copy()))
+            else:
+                variants = tdf_variants(fns, lambda f: lambda: f(x0))
+            variants.update({
+                # donation consumes the input: feed each result back as the next input
+                "jax_donated": _stateful(jstep(jd), jnp.asarray(x0)),
+                "jax": lambda: jn(xj).block_until_ready(),
+                "numpy": lambda: ref(x0),
+            })
+            timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
+            for v in timing.values():
+                v["per_step"] = v["median"] / calls
+            tmem = backend.memory(text, "chain", lambda: (x0.copy(),), notes)
+            rows.append(_row({"n": n, "calls": calls, "donated": donate}, oks, timing, tmem, jmem,
+                             npb, notes, report, tensor_bytes=int(x0.nbytes)))
     return rows
 
 
