@@ -222,6 +222,8 @@ EXTRA = {
     "remainders": lambda x, i: (i % 3, i // -3, jnp.remainder(x, -1.5), jnp.floor_divide(x, 0.7)),
     "select_n3": lambda x, i: lax.select_n(jnp.clip(i, 0, 2)[:, None] * jnp.ones((4, 6), jnp.int32),
                                            x, -x, x * 10),
+    "reshape_dimensions": lambda x, i: (lax.reshape(x, (24,), dimensions=(1, 0)),
+                                        lax.reshape(x[:2, :3], (3, 2), dimensions=(1, 0))),
     "dot_int8": lambda x, i: lax.dot_general((x * 10).astype(jnp.int8), (x * 10).astype(jnp.int8).T,
                                              (((1,), (0,)), ((), ())), preferred_element_type=jnp.int32),
 }

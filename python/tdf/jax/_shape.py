@@ -36,9 +36,20 @@ def _broadcast_in_dim(tr, eqn, args):
 
 @rule("reshape")
 def _reshape(tr, eqn, args):
-    if eqn.params.get("dimensions") not in (None, ()):
-        raise tr.unsupported("reshape with a dimensions permutation")
-    return [tr.reshape(args[0], eqn.outvars[0].aval.shape)]
+    (x,) = args
+    dims = eqn.params.get("dimensions")
+    if dims not in (None, ()) and tuple(dims) != tuple(range(len(dims))):
+        x = _permute(tr, x, tuple(int(d) for d in dims))  # reshape of the transpose
+    return [tr.reshape(x, eqn.outvars[0].aval.shape)]
+
+
+def _permute(tr, x, perm):
+    t = ir.RankedTensorType(x.type)
+    dims = tr.dims(len(perm))
+    in_map = [dims[perm.index(j)] for j in range(len(perm))]
+    init = tr.empty([t.shape[p] for p in perm], t.element_type)
+    return tr.generic([x], [in_map], [init], [dims], ["parallel"] * len(perm),
+                      lambda a, _o: [a])[0]
 
 
 @rule("squeeze")
@@ -62,12 +73,7 @@ def _transpose(tr, eqn, args):
     perm = tuple(int(p) for p in eqn.params["permutation"])
     if perm == tuple(range(len(perm))):
         return [x]
-    aval = eqn.outvars[0].aval
-    dims = tr.dims(len(perm))
-    in_map = [dims[perm.index(j)] for j in range(len(perm))]
-    init = tr.empty(aval.shape, ir.RankedTensorType(x.type).element_type)
-    return tr.generic([x], [in_map], [init], [dims], ["parallel"] * len(perm),
-                      lambda a, _o: [a])
+    return [_permute(tr, x, perm)]
 
 
 @rule("slice")
