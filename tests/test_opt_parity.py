@@ -56,11 +56,14 @@ def _run(tool: str, argv0: str, path: Path, arguments: str, scratch: Path):
 _TIMING = re.compile(rb"\d+\.\d+( \(\s*\d+\.\d+%\))?")
 
 
-def _normalize(data: bytes, scratch: Path) -> bytes:
+def _normalize(data: bytes, scratch: Path, arguments: str = "") -> bytes:
     data = data.replace(str(scratch).encode(), b"<scratch>")
     data = re.sub(rb"\b(mlir-opt|tdf-opt)\b", b"<opt>", data)
     if b"Execution time report" in data:
         data = _TIMING.sub(b"<time>", data)
+        if "-mlir-timing-display=list" in arguments:
+            # Rows are sorted by time: compare them as a set.
+            data = b"\n".join(sorted(data.split(b"\n")))
     return data
 
 
@@ -78,8 +81,8 @@ def test_tdf_opt_matches_mlir_opt(path, arguments, tmp_path):
     upstream = _run(MLIR_OPT, "mlir-opt", path, arguments, tmp_path / "mlir-opt")
     ours = _run(TDF_OPT, "tdf-opt", path, arguments, tmp_path / "tdf-opt")
     assert ours.returncode == upstream.returncode, ours.stderr.decode(errors="replace")
-    assert _normalize(ours.stderr, tmp_path / "tdf-opt").decode(errors="replace") == \
-        _normalize(upstream.stderr, tmp_path / "mlir-opt").decode(errors="replace")
+    assert _normalize(ours.stderr, tmp_path / "tdf-opt", arguments).decode(errors="replace") == \
+        _normalize(upstream.stderr, tmp_path / "mlir-opt", arguments).decode(errors="replace")
     assert _normalize(ours.stdout, tmp_path / "tdf-opt") == \
         _normalize(upstream.stdout, tmp_path / "mlir-opt")
     assert _tree(tmp_path / "tdf-opt") == _tree(tmp_path / "mlir-opt")
@@ -241,3 +244,51 @@ def test_unusable_plugin_is_refused_without_abort(option, plugin, message):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert message in proc.stderr
+
+
+# Inputs on which mlir-opt 22.1.8 aborts (fixed upstream later): tdf-opt exits
+# 1 with the message instead.
+ABORTS_IN_MLIR_OPT = {
+    "debug_counter_not_numeric": (
+        ["--mlir-debug-counter=my-action-skip=-2x"],
+        "for the --mlir-debug-counter option: expected DebugCounter counter value to be "
+        "numeric, but got `-2x`"),
+    "debug_counter_no_equals": (
+        ["--mlir-debug-counter", "pass-execution-skip=1,my-action-count"],
+        "expected DebugCounter argument to have an `=` separating the counter name and "
+        "value, but the provided argument was: `my-action-count`"),
+    "debug_counter_bad_suffix": (
+        ["-mlir-debug-counter=my-action=3"],
+        "expected DebugCounter counter name to end with either `-skip` or `-count`, "
+        "but got `my-action`"),
+    "unmatched_unknown_loc_expectations": (
+        ["--verify-diagnostics"],
+        "unknown_loc_expectations.mlir:6:4: error: expected error \"Local crash "
+        "reproduction may not be used without disabling mutli-threading first.\" was not "
+        "produced"),
+    "unmatched_unknown_loc_remark": (
+        ["--verify-diagnostics", "--mlir-pass-pipeline-local-reproducer",
+         "--mlir-pass-pipeline-crash-reproducer=reproducer.mlir"],
+        "unknown_loc_expectations.mlir:7:4: error: expected remark \"a remark nobody "
+        "emits\" was not produced"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ABORTS_IN_MLIR_OPT))
+def test_inputs_that_abort_mlir_opt_exit_1_in_tdf_opt(name, tmp_path):
+    args, message = ABORTS_IN_MLIR_OPT[name]
+    source = CASES / "Inputs" / "unknown_loc_expectations.mlir"
+    for tool, argv0 in ((TDF_OPT, "tdf-opt"), (MLIR_OPT, "mlir-opt")):
+        proc = subprocess.run([argv0, str(source), *args], executable=tool, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        if argv0 == "mlir-opt":
+            # Documents why this is not a parity case; passes again (and can
+            # move to tests/opt_parity/) once the wheel's mlir-opt is fixed.
+            assert proc.returncode in (1, -6, 134)
+            continue
+        assert proc.returncode == 1, proc.stderr
+        assert message in proc.stderr, proc.stderr
+        if name == "unmatched_unknown_loc_remark":
+            # The local-reproducer error was expected and matched: only the
+            # remark is reported.
+            assert "expected error" not in proc.stderr
