@@ -161,7 +161,7 @@ def _scatter(tr, eqn, args):
 
     def apply(acc, coords):
         """One window at batch coordinates ``coords`` (index values)."""
-        starts = [tr.const_index(0)] * t.rank
+        starts = [0] * t.rank
         valid = None
         for j, d in enumerate(to_operand):
             raw = tr.extract(indices, coords + [tr.const_index(j)]) if it.rank else tr.extract(indices)
