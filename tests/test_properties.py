@@ -2,7 +2,8 @@
 element-wise kernel calls, views (extract_slice), insert_slice, concat and
 opaque calls, with random donation flags, run three ways — tdf with the
 in-place rewrite on, off, and ``jax.jit`` — plus the check that non-donated
-inputs are byte-identical after the call.
+inputs are byte-identical after the call, and that the output of
+``tdf-insert-inplace`` passes ``tdf-verify-inplace{strict}`` (issue 10).
 
 Default: a short run for CI (``TDF_PROPERTY_EXAMPLES``, default 40 programs).
 ``TDF_LONG=1`` runs 2,000 programs (or ``TDF_PROPERTY_EXAMPLES``).
@@ -20,6 +21,8 @@ from hypothesis import strategies as st
 
 import tdf
 from tdf.oracle import compare
+
+from inplace_invariant import added_violations
 
 
 LONG = os.environ.get("TDF_LONG") == "1"
@@ -156,6 +159,10 @@ def test_random_programs_three_ways(program, seed):
     import jax
 
     text, reference, shapes, donated = program
+    # Issue 10's invariant: the rewrite's output passes tdf-verify-inplace{strict}.
+    checked = added_violations(text, "random.mlir")
+    assert checked is not None, f"tdf-insert-inplace failed on\n{text}"
+    assert not checked[0], f"tdf-insert-inplace added copies {checked[0]}\n{checked[1]}"
     rng = np.random.default_rng(seed)
     inputs = [rng.standard_normal(SHAPES[s]).astype(np.float32) for s in shapes]
     want = [np.asarray(w) for w in jax.jit(reference)(*[x.copy() for x in inputs])]
