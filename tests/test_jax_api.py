@@ -229,3 +229,25 @@ def test_donated_half_precision_cache():
     out = f(cache, np.ones(3, ml_dtypes.bfloat16), 2)
     assert np.shares_memory(out, cache) and out.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(cache[2].astype(np.float32), [1, 1, 1])
+
+
+def test_keyword_arguments_bind_to_positions():
+    def fn(x, y, scale=2.0):
+        return x * scale + y
+
+    f = tdf.jax.jit(fn, donate_argnums=(0,))
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(f(x.copy(), y=np.ones(3, np.float32), scale=3.0), [4, 4, 4])
+    np.testing.assert_array_equal(f(x.copy(), np.zeros(3, np.float32)), [2, 2, 2])
+    with pytest.raises(TypeError):
+        f(x, z=1)
+
+
+def test_functions_without_arguments_or_results_and_returned_donated_argument():
+    np.testing.assert_array_equal(tdf.jax.jit(lambda: jnp.ones(3) * 2)(), [2, 2, 2])
+    assert tdf.jax.jit(lambda x: None)(np.ones(2)) is None
+    cache = np.ones(3, np.float32)
+    same, doubled = tdf.jax.jit(lambda c: (c, c * 2), donate_argnums=0)(cache)
+    assert np.shares_memory(same, cache)
+    np.testing.assert_array_equal(same, [1, 1, 1])
+    np.testing.assert_array_equal(doubled, [2, 2, 2])

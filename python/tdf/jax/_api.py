@@ -247,8 +247,23 @@ class JitFunction:
         in_tree = jax.tree_util.tree_structure(tuple(a for _, a in dynamic))
         return _Signature(closed, in_tree, out_tree, out_leaves, donated, static)
 
-    def lower(self, *args) -> Lowered:
+    def _positional(self, args, kwargs):
+        """Keyword arguments bound to their positions (argnums count them)."""
+        import inspect
+        try:
+            bound = inspect.signature(self.fun).bind(*args, **kwargs)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{self.__name__}: {err}") from None
+        if bound.kwargs:
+            raise TypeError(f"{self.__name__}: keyword-only arguments "
+                            f"({', '.join(bound.kwargs)}) are not supported by tdf.jax.jit; "
+                            f"pass them positionally or close over them")
+        return bound.args
+
+    def lower(self, *args, **kwargs) -> Lowered:
         """The :class:`Lowered` program for these arguments' signature."""
+        if kwargs:
+            args = self._positional(args, kwargs)
         return self._lowered(args, self._key(args)[0])
 
     def _lowered(self, args, key) -> Lowered:
@@ -266,8 +281,10 @@ class JitFunction:
 
     # -- calls --------------------------------------------------------------
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         import jax
+        if kwargs:
+            args = self._positional(args, kwargs)
         key, leaves = self._key(args)
         lowered = self._lowered(args, key)
         sig = lowered._signature
