@@ -510,7 +510,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     shared_libs = [os.fspath(p) for p in shared_libs]
     for path in shared_libs:
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"shared library not found: {path}")
+            raise FileNotFoundError(f"shared library not found: {path!r} (shared_libs)")
     if copy_before_write and strict:
         raise ValueError("strict=True cannot be combined with copy_before_write=True "
                          "(the baseline copies before every write)")

@@ -73,13 +73,38 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return line, offset - start + 1
 
 
+_STRINGS_AND_COMMENTS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*')
+
+
+def _max_depth(text: str) -> int:
+    """The deepest bracket nesting of ``text`` (same rules as
+    :func:`nesting_violation`), computed without a Python loop per character:
+    with ``S`` the prefix sums of +1/-1 steps, the depth clamped at zero is
+    ``S - min(0, running min of S)``."""
+    import numpy as np
+
+    stripped = _STRINGS_AND_COMMENTS.sub(" ", text).replace("->", "  ").replace(">=", "  ")
+    data = np.frombuffer(stripped.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    if not len(data):
+        return 0
+    table = np.zeros(256, dtype=np.int32)
+    table[list(b"([{<")] = 1
+    table[list(b")]}>")] = -1
+    sums = np.cumsum(table[data])
+    depth = sums - np.minimum(np.minimum.accumulate(sums), 0)
+    return int(depth.max())
+
+
 def nesting_violation(text: str, limit: int = MAX_NESTING_DEPTH):
     """``(line, column, depth)`` of the first bracket that nests deeper than
     ``limit`` in ``text``, or None. String literals, ``//`` comments, ``->``
     and ``>=`` are skipped; a closing bracket never takes the depth below 0.
-    Linear in the text; texts with fewer opening brackets than ``limit`` are
-    accepted without scanning."""
+    Linear in the text: texts with fewer opening brackets than ``limit`` are
+    accepted without scanning, others are measured with numpy and only a
+    text that is too deep is scanned token by token to locate the bracket."""
     if sum(text.count(c) for c in _OPEN) <= limit:
+        return None
+    if _max_depth(text) <= limit:
         return None
     depth = 0
     for match in _TOKENS.finditer(text):
@@ -198,13 +223,24 @@ def _types_in_attr(attr):
     return found
 
 
+# Inherent attributes whose ODS constraint excludes types (skipped for speed:
+# fetching every attribute of every op costs more than the rest of the check).
+_NO_TYPE_ATTRS = frozenset({
+    "callee", "sym_name", "sym_visibility", "inplace_indices", "operandSegmentSizes",
+    "resultSegmentSizes", "predicate", "fastmath", "overflowFlags", "static_offsets",
+    "static_sizes", "static_strides", "static_output_shape", "reassociation", "iterator_types",
+    "indexing_maps", "tdf.elementwise", "tdf.donate", "llvm.emit_c_interface", "alignment",
+    "nontemporal", "in_bounds", "permutation_map", "lowerBound", "upperBound", "step",
+})
+
+
 def static_size_errors(root) -> list[tuple[object, str]]:
     """``[(location, message)]`` for every type at or under ``root`` (an
     ``ir.Operation``/``ir.Module``/op view) whose static size in bits
     overflows int64, at the op that defines the value (result, region
-    argument) or holds the attribute. Operands need no check: each is some
-    op's result or a block argument. Linear in the IR; each distinct type is
-    examined once."""
+    argument) or holds the attribute (a function's signature included).
+    Operands need no check: each is some op's result or a block argument.
+    Linear in the IR; each distinct type is examined once."""
     found = []
     verdicts: dict = {}  # type -> (inner type, bits) or None
 
@@ -233,20 +269,25 @@ def static_size_errors(root) -> list[tuple[object, str]]:
                 return
 
     def visit(op):
-        check(op, [r.type for r in op.results], f"result of '{op.name}'")
-        for region in op.regions:
-            for block in region.blocks:
-                check(op, [a.type for a in block.arguments],
-                      f"block argument in a region of '{op.name}'")
+        results = op.results
+        if len(results):
+            check(op, results.types, f"result of '{op.name}'")
+        regions = op.regions
+        if len(regions):
+            for region in regions:
+                for block in region.blocks:
+                    check(op, block.arguments.types, f"block argument in a region of '{op.name}'")
         attributes = op.attributes
-        for index in range(len(attributes)):
-            named = attributes[index]
-            attr = named.attr
-            if isinstance(attr, (ir.TypeAttr, ir.ArrayAttr, ir.DictAttr, ir.DenseElementsAttr,
-                                 ir.DenseResourceElementsAttr)):
-                what = (f"the signature of '{op.name}'" if named.name == "function_type"
-                        else f"attribute '{named.name}' of '{op.name}'")
-                check(op, _types_in_attr(attr), what)
+        if len(attributes):
+            for name in attributes:
+                if name in _NO_TYPE_ATTRS:
+                    continue
+                attr = attributes[name]
+                if isinstance(attr, (ir.TypeAttr, ir.ArrayAttr, ir.DictAttr, ir.DenseElementsAttr,
+                                     ir.DenseResourceElementsAttr)):
+                    what = (f"the signature of '{op.name}'" if name == "function_type"
+                            else f"attribute '{name}' of '{op.name}'")
+                    check(op, _types_in_attr(attr), what)
         return ir.WalkResult.ADVANCE
 
     root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
