@@ -230,3 +230,30 @@ EXTRA = {
 
 for _name, _fun in EXTRA.items():
     PROGRAMS[_name] = (_fun, lambda r: (_x(r), _IDS.copy()), (), ())
+
+
+@jax.custom_vjp
+def _sin2(x):
+    return jnp.sin(x) * 2
+
+
+_sin2.defvjp(lambda x: (_sin2(x), x), lambda r, g: (g * jnp.cos(r),))
+
+_NAN_X = np.array([[np.nan, 1, -2, 3], [0.5, -0.5, 9, -9]], np.float32)
+_SCATTER_IDS = np.array([0, 1, 0, 5], np.int32)
+
+NAN_PROGRAMS = {
+    "clamp_nan": lambda x: (lax.clamp(-1.0, x, 1.0), jnp.clip(x, -1, 1),
+                            lax.clamp(jnp.float32(np.nan), x, 1.0)),
+    "custom_vjp": _sin2,
+    "scatter_min_max_mul_clip": lambda x: (x[0].at[_SCATTER_IDS].min(x[1]),
+                                           x[0].at[_SCATTER_IDS].max(x[1]),
+                                           x[0].at[_SCATTER_IDS].mul(x[1]),
+                                           x[0].at[_SCATTER_IDS].add(x[1], mode="clip")),
+    "pow_cases": lambda x: (jnp.power(x, 2.0), jnp.power(-2.0, x), lax.pow(x, 3), x ** 0.5,
+                            lax.integer_pow(x.astype(jnp.int32), 3)),
+    "nan_reductions": lambda x: (jnp.max(x), jnp.maximum(x, 0.0), jnp.argmin(x), jnp.min(x, 1)),
+}
+
+for _name, _fun in NAN_PROGRAMS.items():
+    PROGRAMS[_name] = (_fun, lambda r: (_NAN_X.copy(),), (), ())
