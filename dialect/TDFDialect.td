@@ -35,6 +35,22 @@ def TDF_Dialect : Dialect {
     It is valid on ranked tensor arguments of functions with a body (and on
     their memref form during bufferization); it is rejected on results, on
     arguments of declarations and on kernel parameters.
+
+    The kernel attribute `tdf.elementwise` (a unit attribute on a kernel
+    `func.func`) promises that the kernel behaves as *one* parallel loop
+    whose iteration *i* reads only index *i* of each input and then writes
+    only index *i* of each output, so an output may share the storage of an
+    input of the same type. "Each output element depends only on same-index
+    inputs" is not enough: a kernel computing `out = a + b` and then
+    `out = out * a` reads `a` after `out` overwrote it when both share one
+    buffer. A kernel with a body is judged by its body (`tdf-insert-inplace`
+    warns, naming the offending op, when the body contradicts the attribute,
+    and leaves the call alone); the attribute is trusted for declarations.
+
+    ```mlir
+    func.func private @axpy(memref<8xf32>, memref<8xf32>, memref<8xf32>)
+        attributes {tdf.elementwise}
+    ```
   }];
   let extraClassDeclaration = [{
     /// Name of the unit argument attribute that marks a donated argument.

@@ -57,8 +57,12 @@ Rewrites, in this order, per function:
 3. ``tdf.call @k(...)`` → ``tdf.call_inplace @k_inplace(...) inplace [...]``
    (one index per result; ``-1`` where no operand qualifies), generating or
    reusing the in-place kernel variant;
-4. an element-wise linalg op on tensors whose init is a ``tensor.empty``:
-   the init becomes the dead input (identity map).
+4. an element-wise linalg op on tensors whose init is a ``tensor.empty``
+   (not read by its payload): the init becomes the dead input (identity map);
+5. One-Shot Bufferize's analysis (on a copy) judges the calls of step 3: one
+   whose in-place operand it would still copy goes back to ``tdf.call``
+   (:func:`keep_one_shot_agreement`), so the output always passes
+   ``tdf-verify-inplace{strict}``.
 
 ``add(%z, %z)`` may run in place in ``%z``: the other reads of ``%z`` by the
 same op are element-wise. Ops are visited in program order, so chains of
