@@ -1086,6 +1086,7 @@ def insert_inplace(func, module_op=None, ctx: PassContext | None = None,
     rewrite_insert_slices(func, ctx, module_op, concat_rejections)
     rewriter = _Rewriter(func, module_op, ctx, size_match)
     count = rewriter.run()
+    count -= keep_one_shot_agreement(module_op, rewriter.generated, ctx)
     return count, concat_rejections + rewriter.rejections
 
 

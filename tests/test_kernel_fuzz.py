@@ -192,7 +192,8 @@ def test_transposed_input_next_to_scalar_operand(inplace):
     zeros = np.zeros((4, 4), np.float32)
     out = prog.main(zeros.copy(), x.copy(), zeros.copy())
     np.testing.assert_array_equal(out, x.T)
-    assert prog.report().calls_inplace == 0 if hasattr(prog.report(), "calls_inplace") else True
+    # %x is the only donated argument and is read transposed: never in place.
+    assert prog.report().calls_made_inplace == 0
 
 
 @pytest.mark.parametrize("inplace", [False, True], ids=["inplace-off", "inplace-on"])
@@ -200,6 +201,7 @@ def test_elementwise_attribute_contradicted_by_body(inplace):
     prog = tdf.compile(ADD_THEN_MUL, inplace=inplace)
     a, b = np.full(8, 2, np.float32), np.ones(8, np.float32)
     np.testing.assert_array_equal(prog.main(a.copy(), b.copy()), np.full(8, 6, np.float32))
+    assert prog.report().calls_made_inplace == 0
 
 
 @pytest.mark.parametrize("inplace", [False, True], ids=["inplace-off", "inplace-on"])
