@@ -149,7 +149,7 @@ def time_per_token(variants, rounds=5, tokens=16):
     return {name: float(np.median(v)) for name, v in samples.items()}
 
 
-def main(cfg: Config = Config(), steps: int = STEPS) -> int:
+def main(cfg: Config = Config(), steps: int = STEPS, rounds: int = 5) -> int:
     params = init_params(cfg)
     first = 7
     decode_step = make_decode_step(cfg)
@@ -180,7 +180,7 @@ def main(cfg: Config = Config(), steps: int = STEPS) -> int:
         "tdf": (tdf_step, params, lambda: empty_caches(cfg), True),
         "jax_donated": (donated, jax_params, jax_caches, False),
         "jax": (plain, jax_params, jax_caches, False),
-    })
+    }, rounds=rounds)
 
     match = tdf_tokens == jax_tokens == plain_tokens and np.allclose(
         tdf_logits, jax_logits, rtol=1e-4, atol=1e-4)
