@@ -292,3 +292,16 @@ def test_inputs_that_abort_mlir_opt_exit_1_in_tdf_opt(name, tmp_path):
             # The local-reproducer error was expected and matched: only the
             # remark is reported.
             assert "expected error" not in proc.stderr
+
+
+def test_list_passes_has_every_upstream_pass_and_tdfs():
+    def listing(tool, argv0):
+        proc = subprocess.run([argv0, "-list-passes"], executable=tool, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()
+
+    upstream, ours = listing(MLIR_OPT, "mlir-opt"), listing(TDF_OPT, "tdf-opt")
+    missing = [line for line in upstream if line not in set(ours)]
+    assert missing == []
+    assert any(line.strip().startswith("--tdf-donate") for line in ours)

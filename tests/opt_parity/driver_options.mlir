@@ -12,6 +12,8 @@
 // RUN: %opt %t/no/such/input.mlir
 // RUN: %opt %s -allow-unregistered-dialect -remarks-filter=".*" -canonicalize
 // RUN: %opt %s -allow-unregistered-dialect -log-actions-to=- -mlir-disable-threading -cse
+// RUN: %opt %s -allow-unregistered-dialect -log-actions-to=- -log-mlir-actions-filter=%s:19 -mlir-disable-threading -cse
+// RUN: %opt %s -allow-unregistered-dialect --mlir-enable-debugger-hook -mlir-disable-threading -cse
 
 func.func @f(%a: i32) -> i32 {
   %0 = "foo.op"(%a) : (i32) -> i32
