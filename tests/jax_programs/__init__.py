@@ -257,3 +257,21 @@ NAN_PROGRAMS = {
 
 for _name, _fun in NAN_PROGRAMS.items():
     PROGRAMS[_name] = (_fun, lambda r: (_NAN_X.copy(),), (), ())
+
+_LINE = np.linspace(-3, 3, 12).astype(np.float32)
+_I8 = np.array([127, -128, 5, -7, 100, 3], np.int8)
+
+PROGRAMS.update({
+    "trig_and_roots": (lambda x: (jnp.tan(x * 0.4), jnp.arctan(x), jnp.arctan2(x, x[::-1] + 0.1),
+                                  jnp.cbrt(x), jnp.expm1(x), jnp.exp2(x)),
+                       lambda r: (_LINE.copy(),), (), ()),
+    "int8_int16_wraparound": (lambda i: (i + i, i * 3, i // 3, -i, jnp.abs(i), i >> 1,
+                                         i.astype(jnp.float32), jnp.sum(i),
+                                         i.astype(jnp.int16) * 300, i.astype(jnp.int16) // 7),
+                              lambda r: (_I8.copy(),), (), ()),
+    "float16_ops": (lambda x: (x.astype(jnp.float16) % 1.5, jnp.floor(x.astype(jnp.float16))),
+                    lambda r: (_LINE.copy(),), (), ()),
+    "float_to_int_saturates": (lambda x: ((x * 1e10).astype(jnp.int32), (x * 1e3).astype(jnp.int8),
+                                          (x * 1e20).astype(jnp.int16), jnp.isfinite(x / (x - x[0]))),
+                               lambda r: (_LINE.copy(),), (), ()),
+})
