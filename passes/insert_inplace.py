@@ -213,6 +213,14 @@ class InplaceAnalysis:
         if self.alias.escaped(value):
             return reject("unaliased", f"operand #{index} (", value,
                           ") may alias a value passed to an opaque call")
+        for k, other in enumerate(op.operands):
+            # Another view of the same storage read by this very op (the same
+            # value twice is the kernel rule's business).
+            if k != index and other != value and is_tensor(other) \
+                    and self.alias.same_class(other, value):
+                return reject("unaliased", f"operand #{index} (", value,
+                              f") may share storage with operand #{k} (", other,
+                              ") of the same op")
         return self._check_dead(op, index, value, reject)
 
     def overwritten_source(self, op, value):

@@ -147,3 +147,24 @@ func.func @negative_reads_old_output(%a: tensor<8xf32> {tdf.donate}) -> tensor<8
   %r = tdf.call @accumulate(%a) : (tensor<8xf32>) -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// The in-place operand's storage read by the same call through another view
+// (not the same value): the kernel reads it reversed while writing it.
+func.func private @add_reversed(%a: memref<8xf32>, %b: memref<8xf32>, %out: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (7 - d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+     ins(%a, %b : memref<8xf32>, memref<8xf32>) outs(%out : memref<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @negative_view_of_inplace_operand_read_by_same_call(
+// CHECK: tdf.call @add_reversed
+// CHECK-NOT: tdf.call_inplace
+func.func @negative_view_of_inplace_operand_read_by_same_call(%x: tensor<8xf32> {tdf.donate}) -> tensor<8xf32> {
+  %v = tensor.cast %x : tensor<8xf32> to tensor<8xf32>
+  %r = tdf.call @add_reversed(%x, %v) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}

@@ -52,3 +52,44 @@ func.func @negative_in_loop(%x: tensor<4xf32> {tdf.donate}) -> tensor<4xf32> {
   }
   return %r : tensor<4xf32>
 }
+
+// -----
+
+func.func private @add_ip(%a: memref<8xf32>, %b: memref<8xf32>) attributes {tdf.elementwise} {
+  linalg.add ins(%a, %b : memref<8xf32>, memref<8xf32>) outs(%a : memref<8xf32>)
+  return
+}
+func.func private @add(memref<8xf32>, memref<8xf32>, memref<8xf32>)
+
+// Regression (one meaning of strict): %x is read only in the other branch
+// of the scf.if, which never runs after the in-place call; One-Shot
+// Bufferize runs it in place with no copy, and strict accepts it.
+func.func @use_in_other_branch(%x: tensor<8xf32> {tdf.donate}, %y: tensor<8xf32>, %p: i1) -> tensor<8xf32> {
+  %r = scf.if %p -> tensor<8xf32> {
+    %v = tdf.call_inplace @add_ip(%x, %y) inplace [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    scf.yield %v : tensor<8xf32>
+  } else {
+    %w = tdf.call @add(%x, %x) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    scf.yield %w : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func private @exp_into(%x: memref<4xf32>, %out: memref<4xf32, strided<[1], offset: ?>>) {
+  linalg.exp ins(%x : memref<4xf32>) outs(%out : memref<4xf32, strided<[1], offset: ?>>)
+  return
+}
+
+// Regression: what the insert_slice rewrite used to produce -- a call reading
+// A[0..4) computed into A[1..5). One-Shot copies the read (not the in-place
+// operand), tdf's rules see the overlap: strict rejects it.
+func.func @negative_reads_overlapping_slice(%A: tensor<8xf32> {tdf.donate}) -> tensor<8xf32> {
+  %r0 = tensor.extract_slice %A[0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+  %s = tensor.extract_slice %A[1] [4] [1] : tensor<8xf32> to tensor<4xf32>
+  // expected-error@+1 {{in-place operand #1 (%extracted_slice_0) may share storage with operand #0 (%extracted_slice) of the same op (unaliased); in-place call would need a copy}}
+  %z = tdf.call_inplace @exp_into(%r0, %s) inplace [1] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %c = tensor.insert_slice %z into %A[1] [4] [1] : tensor<4xf32> into tensor<8xf32>
+  return %c : tensor<8xf32>
+}
