@@ -305,6 +305,20 @@ def test_api_argument_type_errors(call, message):
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    ({"target": None}, "tdf.compile expects target as str, got NoneType"),
+    ({"chip": 90}, "tdf.compile expects chip as str, got int"),
+    ({"filename": None}, "tdf.compile expects filename as str, got NoneType"),
+    ({"inplace": 1}, "inplace must be a bool, got 1"),
+    ({"strict": "yes"}, "strict must be a bool, got 'yes'"),
+])
+def test_compile_argument_type_errors(kwargs, message):
+    program = "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n"
+    with pytest.raises(TypeError) as info:
+        tdf.compile(program, **kwargs)
+    assert str(info.value) == message
+
+
 def test_run_pipeline_accepts_an_op_view():
     module = tdf.parse("func.func @f() {\n  return\n}\n")
     tdf.run_pipeline(module.body.operations[0], "func.func(cse)")

@@ -491,9 +491,13 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     Raises :class:`tdf.ParseError`, :class:`tdf.PipelineError`,
     :class:`CompileError` or ``ValueError``/``TypeError`` for bad options.
     """
+    for name, value in (("target", target), ("chip", chip), ("filename", filename)):
+        if not isinstance(value, str):
+            raise TypeError(f"tdf.compile expects {name} as str, got {type(value).__name__}")
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (expected one of {', '.join(TARGETS)})")
-    for name, value in (("copy_before_write", copy_before_write),
+    for name, value in (("inplace", inplace), ("strict", strict),
+                        ("copy_before_write", copy_before_write),
                         ("count_allocations", count_allocations),
                         ("bounds_checks", bounds_checks)):
         if not isinstance(value, bool):
