@@ -23,6 +23,7 @@
 #define PY_ARRAY_UNIQUE_SYMBOL tdf_runtime_numpy_api
 #include <numpy/arrayobject.h>
 
+#include <chrono>
 #include <csetjmp>
 #include <cstdint>
 #include <cstdio>
@@ -252,6 +253,8 @@ private:
                    int64_t *slot) const;
   PyObject *raiseFailure(const Failure &failure) const;
   PyObject *collect(PyObject *const *arrays, const int64_t *frame) const;
+  void fillFrame(int64_t *frame, const int64_t *dataPointers,
+                 const int64_t *scalars) const;
 
   PackedFn fn;
   void (*freeFn)(void *);
@@ -462,6 +465,32 @@ PyObject *NativeEntry::collect(PyObject *const *arrays,
   return count == 1 ? single : outs;
 }
 
+/// Copies the template (static sizes and strides) into `frame` and stores
+/// the data pointers, scalar values and argument pointers of this call.
+void NativeEntry::fillFrame(int64_t *frame, const int64_t *dataPointers,
+                            const int64_t *scalars) const {
+  std::memcpy(frame, frameTemplate.data(), frameWords * sizeof(int64_t));
+  int64_t *storage = frame + storageWord;
+  int64_t *slots = frame + pointerWord;
+  size_t slot = 0;
+  if (resultWords) {
+    storage[0] = reinterpret_cast<int64_t>(frame);
+    slots[0] = reinterpret_cast<int64_t>(&storage[0]);
+    slot = 1;
+  }
+  for (size_t i = 0; i < params.size(); ++i, ++slot) {
+    const Param &param = params[i];
+    if (param.tensor) {
+      int64_t *desc = frame + param.info.descWord;
+      desc[0] = desc[1] = dataPointers[i];
+      storage[slot] = reinterpret_cast<int64_t>(desc);
+    } else {
+      storage[slot] = scalars[i];
+    }
+    slots[slot] = reinterpret_cast<int64_t>(&storage[slot]);
+  }
+}
+
 PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
   Py_ssize_t given = PyTuple_GET_SIZE(args);
   size_t count = params.size();
@@ -557,53 +586,34 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
     }
   }
 
+  // Everything below until the results runs without the GIL (the frame
+  // only holds C values). The shared-state variant takes its mutex only
+  // after releasing the GIL: a thread holding the mutex may need the GIL
+  // back, so taking the mutex with the GIL held could deadlock.
+  std::vector<int64_t> resultCopy;
+  bool ok;
+  Failure failure;
+  Py_BEGIN_ALLOW_THREADS
   std::unique_lock<std::mutex> lock;
   if (sharedState) {
     lock = std::unique_lock<std::mutex>(sharedLock);
     frame = shared.get();
   }
-  std::memcpy(frame, frameTemplate.data(), frameWords * sizeof(int64_t));
-  int64_t *storage = frame + storageWord;
-  int64_t *slots = frame + pointerWord;
-  size_t slot = 0;
-  if (resultWords) {
-    storage[0] = reinterpret_cast<int64_t>(frame);
-    slots[0] = reinterpret_cast<int64_t>(&storage[0]);
-    slot = 1;
-  }
-  for (size_t i = 0; i < count; ++i, ++slot) {
-    const Param &param = params[i];
-    if (param.tensor) {
-      int64_t *desc = frame + param.info.descWord;
-      desc[0] = desc[1] = dataPointers[i];
-      storage[slot] = reinterpret_cast<int64_t>(desc);
-    } else {
-      storage[slot] = scalars[i];
-    }
-    slots[slot] = reinterpret_cast<int64_t>(&storage[slot]);
-  }
-
-  bool ok;
-  Py_BEGIN_ALLOW_THREADS
-  ok = invokeGuarded(fn, reinterpret_cast<void **>(slots));
+  fillFrame(frame, dataPointers, scalars);
+  ok = invokeGuarded(fn, reinterpret_cast<void **>(frame + pointerWord));
+  if (!ok)
+    failure = currentFailure;
+  else if (sharedState)
+    resultCopy.assign(frame, frame + resultWords);
+  if (lock.owns_lock())
+    lock.unlock(); // before taking the GIL back
   Py_END_ALLOW_THREADS
 
   if (!ok) {
-    Failure failure = currentFailure;
-    if (lock.owns_lock())
-      lock.unlock();
     release();
     return raiseFailure(failure);
   }
-  PyObject *out;
-  if (lock.owns_lock()) {
-    // Copy the result descriptors out before letting the next call in.
-    std::vector<int64_t> resultCopy(frame, frame + resultWords);
-    lock.unlock();
-    out = collect(arrays, resultCopy.data());
-  } else {
-    out = collect(arrays, frame);
-  }
+  PyObject *out = collect(arrays, sharedState ? resultCopy.data() : frame);
   release();
   return out;
 }
@@ -654,4 +664,21 @@ void tdfpy::registerRuntime(nb::module_ &m) {
         return symbols;
       },
       "Addresses of the runtime functions compiled checks call.");
+  m.def(
+      "time_bare_calls",
+      [](uintptr_t address, uintptr_t packed, int64_t calls) {
+        auto fn = reinterpret_cast<PackedFn>(address);
+        auto args = reinterpret_cast<void **>(packed);
+        nb::gil_scoped_release release;
+        auto start = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < calls; ++i)
+          fn(args);
+        std::chrono::duration<double> elapsed =
+            std::chrono::steady_clock::now() - start;
+        return elapsed.count() / (calls > 0 ? calls : 1);
+      },
+      nb::arg("address"), nb::arg("packed"), nb::arg("calls"),
+      "Seconds per call of `calls` bare calls of a packed C interface with "
+      "prepared arguments, no checks (the floor benchmarks compare with). "
+      "Only for functions that allocate nothing.");
 }
