@@ -1,17 +1,19 @@
-"""The CPU runtime of compiled tdf programs: memref descriptors, argument
-checks and the numpy ↔ JIT call wrappers.
+"""The CPU runtime of compiled tdf programs: argument specs, the call
+wrappers (native, ``tdf._tdf.NativeEntry`` in ``python/src/Runtime.cpp``),
+memref descriptors for measurements and the allocation counter.
 
-A compiled entry function ``@f`` is called through its C interface
-(``_mlir_ciface_f``, emitted because the compiler marks entry functions
-``llvm.emit_c_interface``): every tensor argument is passed as a pointer to a
-ranked memref descriptor that points straight at the numpy array's data (no
-copy), scalars by value, and tensor results come back in a result struct of
-descriptors.
-
-Everything that does not depend on the call's values is computed once per
-function (:class:`EntryFunction`): the descriptor types and instances, the
-ctypes function pointer, the expected dtypes and shapes. A call only checks the
-arrays and stores their data pointers into the cached descriptors.
+A compiled entry function ``@f`` is called through the packed wrapper of its C
+interface (``_mlir_ciface_f``, emitted because the compiler marks entry
+functions ``llvm.emit_c_interface``): every tensor argument is passed as a
+pointer to a ranked memref descriptor that points straight at the numpy
+array's data (no copy), scalars by value, and tensor results come back in a
+result struct of descriptors. :class:`EntryFunction` is a Python subclass of
+the native class: the call (checks, descriptors on the C stack, the call with
+the GIL released, result arrays) is C++; unusual arguments and every error
+message go through its Python methods. Calls are thread-safe (per-call state),
+and failures of the compiled run-time checks (``tdf-bounds-checks``,
+``tdf-alloc-checks``) come back as ``IndexError``/``MemoryError`` through a
+longjmp to the call's trampoline (see ``docs/Runtime.md``).
 
 Conventions (see ``docs/Runtime.md``):
 
