@@ -61,7 +61,9 @@ def _op_names():
     return (list(UNARY) + list(EXACT_UNARY) + list(BINARY) + list(EXACT_BINARY)
             + ["sum", "max_reduce", "argmax", "dot", "transpose", "reverse", "slice_pad",
                "concat", "cumsum", "dyn_slice", "dyn_update", "gather", "scatter_set",
-               "scatter_add", "int_ops", "fori", "cond", "reshape", "broadcast_row"])
+               "scatter_add", "int_ops", "fori", "cond", "reshape", "broadcast_row", "scan",
+               "while", "lax_pad", "batched_dot", "cummax", "take_fill", "select3", "bf16_round",
+               "loop_updates"])
 
 
 @st.composite
@@ -142,6 +144,37 @@ def _interpret(ops):
                 r, ex = a.reshape(C, R).T.reshape(R, C), a_exact
             elif name == "broadcast_row":
                 r, ex = jnp.broadcast_to(a[s % R], (R, C)) + jnp.float32(s), a_exact
+            elif name == "scan":
+                def row(c, x_row):
+                    c = jnp.tanh(c * 0.5 + x_row)
+                    return c, c * 2.0
+                _, ys = lax.scan(row, a[0], b, reverse=s % 2 == 1)
+                r, ex = ys, False
+            elif name == "while":
+                def cond(st):
+                    return jnp.logical_and(st[0] < 5, jnp.max(jnp.abs(st[1])) < 50.0)
+                r = lax.while_loop(cond, lambda st: (st[0] + 1, st[1] * 1.5 + 0.25),
+                                   (0, e))[1]
+                ex = False
+            elif name == "lax_pad":
+                r = lax.pad(a, jnp.float32(s), ((1, -1, 0), (-2, 1, 1)))
+                r, ex = jnp.resize(r, (R, C)), a_exact
+            elif name == "batched_dot":
+                r = jnp.einsum("rc,rd->rcd", a, b).sum(-1) * 0.1 + jnp.einsum("rc,qc->rq", a, b)[:, :1]
+                ex = False
+            elif name == "cummax":
+                r, ex = lax.cummax(e, axis=s % 2, reverse=s < 0), True
+            elif name == "take_fill":
+                r = jnp.take(e, idx[:R] + s, axis=0, mode="fill", fill_value=-7.0)
+                ex = True
+            elif name == "select3":
+                which = jnp.clip(idx[:R] + s, 0, 2)[:, None] * jnp.ones((R, C), jnp.int32)
+                r, ex = lax.select_n(which, a, b, a * b), a_exact and b_exact
+            elif name == "bf16_round":
+                r, ex = e.astype(jnp.bfloat16).astype(jnp.float32), True
+            elif name == "loop_updates":
+                r = lax.fori_loop(0, R, lambda t, v: v.at[t, (t + s) % C].set(b[t, 0]), a)
+                ex = a_exact and b_exact
             else:  # pragma: no cover
                 raise AssertionError(name)
             r = r.astype(jnp.float32)
