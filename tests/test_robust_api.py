@@ -170,6 +170,31 @@ def test_nesting_scanner_ignores_strings_comments_and_arrows():
     assert nesting_violation("[[\n[[\n[x]]]]]", limit) == (3, 1, 5)
 
 
+def test_fast_depth_measure_matches_the_token_scan():
+    """The numpy measure (chunked) and the token-by-token scan agree on
+    random bracket soup with strings, comments, arrows and >=."""
+    import random
+
+    from tdf.limits import _OPEN, _TOKENS, _max_depth
+
+    def scan(text):
+        depth = deepest = 0
+        for match in _TOKENS.finditer(text):
+            token = match.group()
+            if token in _OPEN:
+                depth += 1
+                deepest = max(deepest, depth)
+            elif token in ")]}>":
+                depth = max(0, depth - 1)
+        return deepest
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        text = "".join(rng.choice('([{<)]}>x-"=/\n ') for _ in range(rng.randrange(60)))
+        for chunk in (1, 2, 7, 1 << 22):
+            assert _max_depth(text, chunk) == scan(text), (text, chunk)
+
+
 def test_realistic_nesting_far_below_the_limit():
     from tests.programs import PROGRAMS
 

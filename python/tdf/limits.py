@@ -76,23 +76,28 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 _STRINGS_AND_COMMENTS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*')
 
 
-def _max_depth(text: str) -> int:
+def _max_depth(text: str, chunk: int = 1 << 22) -> int:
     """The deepest bracket nesting of ``text`` (same rules as
-    :func:`nesting_violation`), computed without a Python loop per character:
-    with ``S`` the prefix sums of +1/-1 steps, the depth clamped at zero is
-    ``S - min(0, running min of S)``."""
+    :func:`nesting_violation`), computed without a Python loop per character.
+    With ``S`` the prefix sums of the +1/-1 steps of a chunk entered at depth
+    ``d0``, the depth clamped at zero is ``S - min(-d0, running min of S)``
+    (the running min includes the empty prefix, 0). Chunked, so memory stays
+    bounded for large inputs."""
     import numpy as np
 
     stripped = _STRINGS_AND_COMMENTS.sub(" ", text).replace("->", "  ").replace(">=", "  ")
     data = np.frombuffer(stripped.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    if not len(data):
-        return 0
-    table = np.zeros(256, dtype=np.int32)
+    table = np.zeros(256, dtype=np.int8)
     table[list(b"([{<")] = 1
     table[list(b")]}>")] = -1
-    sums = np.cumsum(table[data])
-    depth = sums - np.minimum(np.minimum.accumulate(sums), 0)
-    return int(depth.max())
+    depth, deepest = 0, 0
+    for start in range(0, len(data), chunk):
+        sums = np.cumsum(table[data[start:start + chunk]], dtype=np.int64)
+        floor = np.minimum(np.minimum.accumulate(sums), 0)
+        clamped = sums - np.minimum(floor, -depth)
+        deepest = max(deepest, int(clamped.max()))
+        depth = int(clamped[-1])
+    return deepest
 
 
 def nesting_violation(text: str, limit: int = MAX_NESTING_DEPTH):
