@@ -33,7 +33,8 @@ never move out of a region (a branch not taken or a loop that runs zero
 times checks nothing).
 
 **Proven in range, no check.** Constants, ``scf.for``/``scf.parallel``/
-``affine.for`` induction variables with constant bounds, and ``arith``
+``affine.for`` induction variables with constant bounds, ``linalg.index``
+over a static iteration domain, and ``arith``
 ``addi``/``subi``/``muli``/``remui``/``remsi``/``divui``/``index_cast`` of
 such values get an interval; a check the interval proves is dropped (the
 loops of a memref kernel over its own shape cost nothing).
@@ -160,6 +161,8 @@ def _interval(value, depth=0):
         return None
     op = owner.operation
     name = op.name
+    if name == "linalg.index":
+        return _linalg_index_interval(op)
     if name == "arith.constant":
         v = _int_attr(op)
         return None if v is None else (v, v)
@@ -189,6 +192,26 @@ def _interval(value, depth=0):
         if name == "arith.minsi":
             return (min(a[0], b[0]), min(a[1], b[1]))
         return (max(a[0], b[0]), max(a[1], b[1]))
+    return None
+
+
+def _linalg_index_interval(op):
+    """``linalg.index d`` ranges over the iteration domain of its linalg op:
+    ``[0, n - 1]`` where an operand's indexing map has ``d`` as a result
+    whose dimension ``n`` is static."""
+    dim = _int_attr(op, "dim")
+    parent = op.parent
+    if dim is None or parent is None or "indexing_maps" not in parent.attributes:
+        return None
+    dyn_size, _ = _dynamic_markers()
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(parent.attributes["indexing_maps"])]
+    for operand, amap in zip(parent.operands, maps):
+        if not isinstance(operand.type, (ir.RankedTensorType, ir.MemRefType)):
+            continue
+        shape = ir.ShapedType(operand.type).shape
+        for k, expr in enumerate(amap.results):
+            if str(expr) == f"d{dim}" and k < len(shape) and shape[k] != dyn_size and shape[k] > 0:
+                return (0, shape[k] - 1)
     return None
 
 

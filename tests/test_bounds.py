@@ -243,3 +243,30 @@ def test_out_of_range_writes_never_crash_in_a_subprocess(tmp_path):
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "ok"
+
+
+GATHER = """\
+func.func @gather(%table: tensor<16x4xf32>, %ids: tensor<3xindex>) -> tensor<3x4xf32> {
+  %e = tensor.empty() : tensor<3x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<3xindex>) outs(%e : tensor<3x4xf32>) {
+  ^bb0(%id: index, %o: f32):
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%id, %j] : tensor<16x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<3x4xf32>
+  return %r : tensor<3x4xf32>
+}
+"""
+
+
+def test_gather_in_a_linalg_body():
+    prog = tdf.compile(GATHER, filename="gather.mlir")
+    table = np.arange(64, dtype=np.float32).reshape(16, 4)
+    ids = np.array([1, 15, 0])
+    np.testing.assert_array_equal(prog.gather(table, ids), table[ids])
+    with pytest.raises(IndexError, match=r"@gather: tensor.extract at gather.mlir:7:\d+: index 16 "
+                                         r"is out of bounds for dimension 0 of size 16"):
+        prog.gather(table, np.array([1, 16, 0]))
+    off = tdf.compile(GATHER, bounds_checks=False)
+    np.testing.assert_array_equal(off.gather(table, ids), table[ids])

@@ -121,6 +121,29 @@ func.func @negative_static_slice(%cache: tensor<8x4xf32>, %row: tensor<1x4xf32>)
   return %new : tensor<8x4xf32>
 }
 
+// -----
+
+// A gather in a linalg body: the row id is data (checked inside the body),
+// the column is linalg.index over a static domain (proven).
+// CHECK-LABEL: func.func @gather_row_checked_column_proven
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[ID:.*]]: index, %{{.*}}: f32):
+// CHECK: arith.cmpi ugt, %[[ID]]
+// CHECK: func.call @tdf_rt_bounds_error(
+// CHECK-NOT: func.call @tdf_rt_bounds_error(
+// CHECK: tensor.extract
+func.func @gather_row_checked_column_proven(%table: tensor<16x4xf32>, %ids: tensor<3xindex>) -> tensor<3x4xf32> {
+  %e = tensor.empty() : tensor<3x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<3xindex>) outs(%e : tensor<3x4xf32>) {
+  ^bb0(%id: index, %o: f32):
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%id, %j] : tensor<16x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<3x4xf32>
+  return %r : tensor<3x4xf32>
+}
+
 // STATS: tdf-bounds-checks
-// STATS-DAG: (S) 5 checks
-// STATS-DAG: (S) 4 proven
+// STATS-DAG: (S) 6 checks
+// STATS-DAG: (S) 5 proven
