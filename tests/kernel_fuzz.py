@@ -35,12 +35,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-BINARY = {  # payload op -> (mlir op, python function)
-    "add": ("arith.addf", lambda a, b: a + b),
-    "sub": ("arith.subf", lambda a, b: a - b),
-    "mul": ("arith.mulf", lambda a, b: a * b),
-    "max": ("arith.maximumf", max),
-    "min": ("arith.minimumf", min),
+F32 = np.float32
+BINARY = {  # payload op -> (mlir op, float32 function with the op's NaN rules)
+    "add": ("arith.addf", lambda a, b: F32(a) + F32(b)),
+    "sub": ("arith.subf", lambda a, b: F32(a) - F32(b)),
+    "mul": ("arith.mulf", lambda a, b: F32(a) * F32(b)),
+    "max": ("arith.maximumf", lambda a, b: np.maximum(F32(a), F32(b))),
+    "min": ("arith.minimumf", lambda a, b: np.minimum(F32(a), F32(b))),
 }
 NAMED_BINARY = {"linalg.add": np.add, "linalg.sub": np.subtract, "linalg.mul": np.multiply,
                 "linalg.max": np.maximum}
@@ -126,13 +127,48 @@ class Kernel:
         return f"func.func private @{self.name}({params}){attrs} {{\n{body}\n  return\n}}\n"
 
     def reference(self, inputs) -> list:
-        buffers = {i: np.array(x, dtype=np.float32, copy=True) for i, x in enumerate(inputs)}
+        """The outputs, computed in float32 in loop order. Reading an output
+        element no earlier op wrote raises (a generator bug: the compiled
+        kernel would read uninitialised memory)."""
+        buffers = Buffers({i: np.array(x, dtype=np.float32, copy=True)
+                           for i, x in enumerate(inputs)})
         n = len(self.in_shapes)
         for j, shape in enumerate(self.out_shapes):
-            buffers[n + j] = np.full(shape, np.nan, dtype=np.float32)
-        for op in self.ops:
-            op.run(buffers)
+            buffers[n + j] = np.zeros(shape, dtype=np.float32)
+            buffers.written[n + j] = np.zeros(shape, dtype=bool)
+        with np.errstate(all="ignore"):  # overflow to inf and inf - inf are float32 semantics
+            for op in self.ops:
+                op.run(buffers)
+        assert all(buffers.written[n + j].all() for j in range(len(self.out_shapes))), \
+            f"@{self.name} leaves an output element unwritten"
         return [buffers[n + j] for j in range(len(self.out_shapes))]
+
+
+class Buffers(dict):
+    """Kernel parameter buffers; ``written`` tracks which output elements
+    have been written (inputs are absent from it)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.written = {}
+
+    def read(self, param, index=None):
+        mask = self.written.get(param)
+        if mask is not None:
+            ok = mask.all() if index is None else mask[index]
+            assert ok, f"reads output parameter #{param} before it is written"
+        return self[param] if index is None else self[param][index]
+
+    def write(self, param, index, value) -> None:
+        if index is None:
+            self[param][...] = value
+        else:
+            self[param][index] = value
+        if param in self.written:
+            if index is None:
+                self.written[param][...] = True
+            else:
+                self.written[param][index] = True
 
 
 class KernelBuilder:
@@ -305,13 +341,16 @@ class KernelBuilder:
                 args = []
                 for kind, value, amap in ins:
                     if kind == "const":
-                        args.append(value)
+                        args.append(F32(value))
                     else:
-                        args.append(float(buffers[value][map_apply(amap, point)]))
-                old = [float(buffers[p][map_apply(m, point)]) for p, m in zip(out_params, out_maps)]
+                        args.append(buffers.read(value, map_apply(amap, point)))
+                old = [buffers[p][map_apply(m, point)] for p, m in zip(out_params, out_maps)]
+                for k, (p, m) in enumerate(zip(out_params, out_maps)):
+                    if uses_old(exprs, k):
+                        buffers.read(p, map_apply(m, point))
                 new = [evaluate(e, args, old) for e in exprs]
                 for p, m, v in zip(out_params, out_maps, new):
-                    buffers[p][map_apply(m, point)] = np.float32(v)
+                    buffers.write(p, map_apply(m, point), F32(v))
 
         self.kernel.ops.append(Op(lines, run, "linalg.generic"))
         self.written.update(outs)
@@ -344,14 +383,14 @@ class KernelBuilder:
             line = f"{name} ins(%p{a}, %p{b} : {m}, {m}) outs(%p{out} : {m})"
 
             def run(buffers, f=NAMED_BINARY[name], a=a, b=b):
-                buffers[out][...] = f(buffers[a], buffers[b])
+                buffers.write(out, None, f(buffers.read(a), buffers.read(b)))
         elif kind == "unary":
             name = str(rng.choice(sorted(NAMED_UNARY)))
             a = int(rng.choice(readable))
             line = f"{name} ins(%p{a} : {m}) outs(%p{out} : {m})"
 
             def run(buffers, f=NAMED_UNARY[name], a=a):
-                buffers[out][...] = f(buffers[a])
+                buffers.write(out, None, f(buffers.read(a)))
         elif kind == "fill":
             name = "linalg.fill"
             value = float(rng.integers(-2, 3))
@@ -361,7 +400,7 @@ class KernelBuilder:
             line = f"linalg.fill ins({cname} : f32) outs(%p{out} : {m})"
 
             def run(buffers, value=value):
-                buffers[out][...] = value
+                buffers.write(out, None, F32(value))
         elif kind == "transpose":
             name = "linalg.transpose"
             others = [p for p in readable if p != out]
@@ -373,7 +412,7 @@ class KernelBuilder:
                     f"permutation = [{', '.join(map(str, perm))}]")
 
             def run(buffers, a=a, perm=perm):
-                buffers[out][...] = np.transpose(buffers[a], perm)
+                buffers.write(out, None, np.transpose(buffers.read(a), perm))
         else:
             name = "linalg.matmul"
             others = [p for p in readable if p != out]
@@ -383,8 +422,12 @@ class KernelBuilder:
             line = f"linalg.matmul ins(%p{a}, %p{b} : {m}, {m}) outs(%p{out} : {m})"
 
             def run(buffers, a=a, b=b):
-                acc = buffers[out].astype(np.float64) + buffers[a].astype(np.float64) @ buffers[b].astype(np.float64)
-                buffers[out][...] = acc.astype(np.float32)
+                # Loop order (i, j, k): out[i, j] += a[i, k] * b[k, j], in float32.
+                acc = buffers.read(out).copy()
+                left, right = buffers.read(a), buffers.read(b)
+                for k in range(left.shape[1]):
+                    acc = acc + left[:, k:k + 1] * right[k:k + 1, :]
+                buffers.write(out, None, acc)
         self.kernel.ops.append(Op([line], run, name))
         self.written.add(j)
         return True
@@ -410,13 +453,24 @@ class KernelBuilder:
         return self.kernel
 
 
-def evaluate(expr, args, old) -> float:
+def uses_old(exprs, k: int) -> bool:
+    """Does one of ``exprs`` read the old value of output ``k``?"""
+    def walk(e):
+        if e[0] == "old":
+            return e[1] == k
+        if e[0] == "arg":
+            return False
+        return any(walk(x) for x in e[1:])
+    return any(walk(e) for e in exprs)
+
+
+def evaluate(expr, args, old):
     if expr[0] == "arg":
         return args[expr[1]]
     if expr[0] == "old":
         return old[expr[1]]
     if expr[0] == "neg":
-        return -evaluate(expr[1], args, old)
+        return -F32(evaluate(expr[1], args, old))
     return BINARY[expr[0]][1](evaluate(expr[1], args, old), evaluate(expr[2], args, old))
 
 

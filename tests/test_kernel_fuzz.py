@@ -31,7 +31,7 @@ import kernel_fuzz
 LONG = os.environ.get("TDF_LONG") == "1"
 PROGRAMS = int(os.environ.get("TDF_KERNEL_FUZZ_PROGRAMS", "10000" if LONG else "48"))
 SEED = int(os.environ.get("TDF_KERNEL_FUZZ_SEED", "0"))
-BATCH = 8
+BATCH = 16 if LONG else 8
 
 
 def _inplace_calls(module, name: str) -> int:
@@ -83,11 +83,10 @@ def run_batch(rng, programs) -> dict:
                     assert arg.tobytes() == orig.tobytes(), (
                         f"non-donated argument #{i} written (inplace={flag})\n{program.text}")
             for i, (g, w) in enumerate(zip(got[flag], want)):
-                assert not np.isnan(w).any(), f"reference reads an unwritten output\n{program.text}"
-                np.testing.assert_allclose(
-                    g, w, rtol=1e-6, atol=0,
-                    err_msg=f"result #{i} (inplace={flag}) differs from numpy\n{program.text}"
-                            f"\ninputs: {inputs}")
+                # float32 in loop order on both sides: equal values (NaN == NaN).
+                np.testing.assert_array_equal(
+                    g, w, err_msg=f"result #{i} (inplace={flag}) differs from numpy\n"
+                                  f"{program.text}\ninputs: {inputs}")
         for i, (a, b) in enumerate(zip(got[False], got[True])):
             assert a.tobytes() == b.tobytes(), (
                 f"result #{i}: in place on and off differ\n{program.text}\ninputs: {inputs}")
