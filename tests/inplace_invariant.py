@@ -36,3 +36,22 @@ def added_violations(text: str, filename: str):
         after = violations(module)
     added = after - before
     return added, str(module)
+
+
+def corpus_package():
+    """The differential corpus package ``tests/programs``, loaded by path as
+    ``tdf_test_corpus`` (another ``programs`` module, e.g. the benchmarks',
+    may be first on ``sys.path`` when the whole suite is collected)."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    name = "tdf_test_corpus"
+    if name not in sys.modules:
+        folder = pathlib.Path(__file__).resolve().parent / "programs"
+        spec = importlib.util.spec_from_file_location(
+            name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

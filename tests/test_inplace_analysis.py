@@ -11,7 +11,9 @@ from mlir import ir
 from tdf.passes import alias as alias_mod
 from tdf.passes import insert_inplace, liveness, verify_inplace
 
-from programs import kv_row_kernel
+from inplace_invariant import corpus_package
+
+kv_row_kernel = corpus_package().kv_row_kernel
 
 KERNELS = """
 func.func private @addone(%x: memref<4xf32>, %out: memref<4xf32>) {

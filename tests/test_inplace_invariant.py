@@ -15,8 +15,9 @@ import pathlib
 
 import pytest
 
-from inplace_invariant import added_violations
-from programs import PROGRAMS
+from inplace_invariant import added_violations, corpus_package
+
+PROGRAMS = corpus_package().PROGRAMS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
