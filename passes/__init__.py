@@ -24,12 +24,13 @@ from .. import dialects as _dialects  # noqa: F401
 # Each module registers its passes on import.
 from . import check_sizes  # noqa: F401
 from . import donate  # noqa: F401
+from . import fuse_kernels  # noqa: F401
 from . import math_lowering  # noqa: F401
+from . import vectorize  # noqa: F401
 from . import pipelines  # noqa: F401
 from . import bounds_checks, alloc_checks  # noqa: F401  (issue 11: run-time checks)
 from . import lower_to_nvvm  # noqa: F401
 from . import liveness, alias, insert_inplace, verify_inplace  # noqa: F401  (issue 3)
-from . import fuse_kernels  # noqa: F401
 
 __all__ = [
     "PassOption",

@@ -457,6 +457,7 @@ def bufferize_pipeline(options: dict) -> str:
 LOWER_TO_LLVM = [
     "convert-bufferization-to-memref",
     "tdf-strided-copies-to-loops",
+    "tdf-vectorize-contractions",
     *APPROXIMATE_MATH,
     "convert-linalg-to-loops",
     "lower-affine",
@@ -469,6 +470,7 @@ LOWER_TO_LLVM = [
     "finalize-memref-to-llvm",
     *MATH_TO_LLVM,
     "convert-arith-to-llvm",
+    "convert-ub-to-llvm",
     "convert-index-to-llvm",
     "convert-func-to-llvm",
     "convert-cf-to-llvm",

@@ -253,3 +253,76 @@ func.func @f(%x: {T}, %y: {T}) -> tensor<2x64xf32> {{
     assert "tdf.call" not in _entry_ir(prog)  # bufferized
     x, y = np.linspace(-2, 2, N, dtype=np.float32), np.linspace(3, -3, N, dtype=np.float32)
     np.testing.assert_allclose(prog.f(x, y), np.tanh(np.stack([x, y])), rtol=4e-7, atol=1e-7)
+
+
+# -- matmul tiling and vectorization (tdf-vectorize-contractions) -------------
+
+@pytest.fixture
+def unvectorized(monkeypatch):
+    original = pipelines.lower_to_llvm
+
+    def without(*args, **kwargs):
+        return [p for p in original(*args, **kwargs) if p != "tdf-vectorize-contractions"]
+
+    def compile_loops(text):
+        with monkeypatch.context() as m:
+            m.setattr(pipelines, "lower_to_llvm", without)
+            return tdf.compile(text)
+
+    return compile_loops
+
+
+def _matmul_text(shape_a, shape_b, shape_c, dtype, batch=False):
+    ta = f"tensor<{'x'.join(map(str, shape_a))}x{dtype}>"
+    tb = f"tensor<{'x'.join(map(str, shape_b))}x{dtype}>"
+    tc = f"tensor<{'x'.join(map(str, shape_c))}x{dtype}>"
+    op = "linalg.batch_matmul" if batch else "linalg.matmul"
+    return f"""
+func.func @mm(%a: {ta}, %b: {tb}, %c: {tc}) -> {tc} {{
+  %r = {op} ins(%a, %b : {ta}, {tb}) outs(%c : {tc}) -> {tc}
+  return %r : {tc}
+}}
+"""
+
+
+def _check_matmul(got, a, b, c, dtype):
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64)) + c
+    scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64)) + np.abs(c)
+    eps = np.finfo(dtype).eps
+    k = a.shape[-1]
+    assert np.all(np.abs(got - want) <= 2 * k * eps * scale + 1e-30), np.max(np.abs(got - want))
+
+
+@settings(max_examples=max(6, EXAMPLES // 2), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(m=st.integers(1, 40), k=st.integers(1, 40), n=st.integers(1, 70),
+       batch=st.sampled_from([None, 1, 3]), dtype=st.sampled_from(["f32", "f64"]),
+       seed=st.integers(0, 2**31 - 1))
+def test_vectorized_matmul_matches_loops_and_jax(unvectorized, m, k, n, batch, dtype, seed):
+    np_dtype = {"f32": np.float32, "f64": np.float64}[dtype]
+    lead = [batch] if batch else []
+    text = _matmul_text(lead + [m, k], lead + [k, n], lead + [m, n], dtype, batch=bool(batch))
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(lead + [m, k]).astype(np_dtype)
+    b = rng.standard_normal(lead + [k, n]).astype(np_dtype)
+    c = rng.standard_normal(lead + [m, n]).astype(np_dtype)
+    fast = tdf.compile(text)
+    loops = unvectorized(text)
+    got, ref_loops = fast.mm(a, b, c.copy()), loops.mm(a, b, c.copy())
+    _check_matmul(got, a, b, c, np_dtype)
+    _check_matmul(ref_loops, a, b, c, np_dtype)
+    if dtype == "f32":
+        want = jax.jit(lambda x, y, z: jnp.matmul(x, y, precision="highest") + z)(a, b, c)
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+def test_matmul_is_vectorized_only_where_tiles_are_full():
+    """64x64x64 is tiled 8x32x8 and becomes FMAs on vectors; an odd number of
+    rows (no full tile without a unit dimension) stays loops and is right."""
+    prog = tdf.compile(_matmul_text([64, 64], [64, 64], [64, 64], "f32"))
+    assert "llvm.intr.fmuladd" in prog.llvm_ir and "vector<32xf32>" in prog.llvm_ir
+    prog = tdf.compile(_matmul_text([5, 7], [7, 8], [5, 8], "f32"))
+    assert "vector<" not in prog.llvm_ir
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((5, 7), (7, 8), (5, 8)))
+    _check_matmul(prog.mm(a, b, c.copy()), a, b, c, np.float32)
