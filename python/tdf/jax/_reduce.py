@@ -130,6 +130,18 @@ def _dot_general(tr, eqn, args):
     lt, rt = ir.RankedTensorType(lhs.type), ir.RankedTensorType(rhs.type)
     lfree = [i for i in range(lt.rank) if i not in lc and i not in lb]
     rfree = [i for i in range(rt.rank) if i not in rc and i not in rb]
+    # The innermost loop runs over the rhs free dimensions: lay the rhs out
+    # as [batch, contracting, free] (one transpose, the size of the rhs) so
+    # that loop walks contiguous memory and vectorizes (e.g. the attention
+    # scores q @ k_cache^T, whose rhs is [heads, seq, head_dim]).
+    perm = tuple(rb) + tuple(rc) + tuple(rfree)
+    if rfree and perm != tuple(range(rt.rank)):
+        from ._shape import _permute
+        rhs = _permute(tr, rhs, perm)
+        rt = ir.RankedTensorType(rhs.type)
+        nb_, nc_ = len(rb), len(rc)
+        rb, rc = tuple(range(nb_)), tuple(range(nb_, nb_ + nc_))
+        rfree = list(range(nb_ + nc_, rt.rank))
     aval = eqn.outvars[0].aval
     out_dtype = aval.dtype
     etype = element_type(out_dtype)
