@@ -156,6 +156,33 @@ def test_deep_pass_pipeline_refused():
         tdf.run_pipeline(tdf.parse("module {}"), deep)
 
 
+@pytest.mark.parametrize("op, type_, count", [
+    ("tensor.from_elements", "tensor<4611686018427387904xf32>", 4611686018427387904),
+    ("vector.from_elements", "vector<4611686018427387904xf32>", 4611686018427387904),
+    ("tensor.from_elements", "tensor<4294967297x2xf32>", 8589934594),
+])
+def test_from_elements_with_a_huge_type_is_refused_before_parsing(op, type_, count):
+    """Regression (found by the malformed-input fuzz): the custom parser of
+    from_elements allocates one entry per element and aborted the process
+    (``SmallVector unable to grow``)."""
+    text = f"func.func @f(%a: f32) {{\n  %e = {op} %a : {type_}\n  return\n}}\n"
+    message = (f"2:8: error: {op} result type has {count} elements, more than the input could "
+               f"list as operands; tdf refuses it before parsing (MLIR's parser would abort)")
+    proc = subprocess.run([sys.executable, "-c",
+                           "import sys, tdf\ntdf.parse(sys.stdin.read(), filename='e.mlir')"],
+                          input=text, capture_output=True, text=True, timeout=300)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert "tdf.errors.ParseError" in proc.stderr and "e.mlir:" + message in proc.stderr
+    proc = _opt(["-"], text)
+    assert proc.returncode == 1 and "<stdin>:" + message in proc.stderr, proc.stderr[-2000:]
+
+
+def test_from_elements_that_lists_its_operands_still_parses():
+    text = ("func.func @f(%a: f32, %b: f32) -> tensor<2xf32> {\n"
+            "  %e = tensor.from_elements %a, %b : tensor<2xf32>\n  return %e : tensor<2xf32>\n}\n")
+    tdf.parse(text)
+
+
 def test_tdf_opt_still_reads_stdin_after_the_guard():
     proc = _opt(["--canonicalize"], "func.func @f() {\n  return\n}\n")
     assert proc.returncode == 0, proc.stderr

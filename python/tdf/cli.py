@@ -40,7 +40,7 @@ def _guard_input(args: list[str]) -> str | None:
     :mod:`tdf.limits` before the MLIR driver parses it; returns the located
     error text, or None. Standard input is read here and handed to the
     driver again on file descriptor 0 (so it is still ``<stdin>``)."""
-    from .limits import InputError, check_nesting
+    from .limits import InputError, check_nesting, check_parser_limits
 
     for arg in args[1:]:
         for prefix in ("--pass-pipeline=", "-pass-pipeline="):
@@ -69,7 +69,7 @@ def _guard_input(args: list[str]) -> str | None:
                 continue  # the driver reports a missing or unreadable file
             name = path
         try:
-            check_nesting(data.decode("utf-8", errors="replace"), name)
+            check_parser_limits(data.decode("utf-8", errors="replace"), name)
         except InputError as err:
             return str(err)
     return None

@@ -32,6 +32,8 @@ __all__ = [
     "NestingError",
     "EncodingError",
     "check_nesting",
+    "check_from_elements",
+    "check_parser_limits",
     "nesting_violation",
     "check_utf8",
     "static_size_errors",
@@ -138,6 +140,39 @@ def check_nesting(text: str, filename: str = "<input>", limit: int = MAX_NESTING
         f"input nests brackets, braces, parentheses or angle brackets (regions, attributes, "
         f"types) more than {limit} levels deep; tdf refuses it before parsing (MLIR's parser "
         f"would overflow the stack)")
+
+
+_FROM_ELEMENTS = re.compile(
+    r"(tensor|vector)\.from_elements\b[^:\n\"]*:\s*(?:tensor|vector)<((?:\d+x)*\d+)")
+
+
+def check_from_elements(text: str, filename: str = "<input>") -> None:
+    """Raises :class:`InputError` for a ``tensor``/``vector.from_elements`` whose
+    result type has more elements than the text has characters: its custom
+    parser allocates one entry per element before reading the operands and
+    aborts the process (``SmallVector unable to grow``) on a huge count. A
+    valid op lists one operand per element, so no valid program is refused."""
+    if "from_elements" not in text:
+        return
+    for match in _FROM_ELEMENTS.finditer(text):
+        count = 1
+        for extent in match.group(2).split("x"):
+            count *= int(extent)
+        if count > len(text):
+            line, column = _line_col(text, match.start())
+            raise InputError(
+                filename, line, column,
+                f"{match.group(1)}.from_elements result type has {count} elements, more than the "
+                f"input could list as operands; tdf refuses it before parsing (MLIR's parser "
+                f"would abort)")
+
+
+def check_parser_limits(text: str, filename: str = "<input>") -> None:
+    """Everything checked on the text before MLIR parses it: nesting depth
+    (:func:`check_nesting`) and element counts of ``tensor``/``vector.from_elements``
+    (:func:`check_from_elements`). Raises :class:`InputError`."""
+    check_nesting(text, filename)
+    check_from_elements(text, filename)
 
 
 def check_utf8(text: str, filename: str = "<input>") -> None:

@@ -6,7 +6,7 @@ from mlir import ir
 
 from .context import Context
 from .errors import DiagnosticRecord, ParseError
-from .limits import InputError, check_nesting, check_utf8
+from .limits import InputError, check_parser_limits, check_utf8
 
 __all__ = ["parse"]
 
@@ -30,7 +30,7 @@ def parse(text: str, ctx: ir.Context | None = None, filename: str = "<input>") -
         raise TypeError(f"tdf.parse expects filename as str, got {type(filename).__name__}")
     try:
         check_utf8(text, filename)
-        check_nesting(text, filename)
+        check_parser_limits(text, filename)
     except InputError as err:
         record = DiagnosticRecord("error", f"{err.filename}:{err.line}:{err.column}", err.detail)
         raise ParseError(f"cannot parse {filename}", [record]) from None
