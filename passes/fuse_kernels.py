@@ -181,6 +181,9 @@ def inline_kernels(op, ctx: PassContext) -> None:
         ctx.statistic("inlined")
 
 
+# Longest run of chained calls fused into one loop (see _chained).
+MAX_FUSED_CHAIN = 64
+
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
 _INSERTS = ("tensor.insert_slice", "tensor.concat", "tensor.parallel_insert_slice")
 
@@ -228,7 +231,23 @@ def _chained(calls: list) -> list:
                 parent[find(i)] = find(j)
                 linked[i] = linked[j] = True
     blocked = {find(i) for i, call in enumerate(calls) if _feeds_insert(call)}
-    return [call for i, call in enumerate(calls) if linked[i] and find(i) not in blocked]
+    member = [linked[i] and find(i) not in blocked for i in range(len(calls))]
+    # Fusing a chain of k generics clones O(k) payloads per fusion step, O(k^2)
+    # in all: every MAX_FUSED_CHAIN-th call of a chain stays a call, so that
+    # compile time stays linear in the chain length (issue 11).
+    run = [0] * len(calls)
+    for i, call in enumerate(calls):
+        if not member[i]:
+            continue
+        for value in call.operands:
+            if isinstance(value.owner, ir.Block):
+                continue
+            j = index.get(op_key(value.owner))
+            if j is not None and member[j]:
+                run[i] = max(run[i], run[j] + 1)
+        if run[i] >= MAX_FUSED_CHAIN:
+            member[i], run[i] = False, 0
+    return [call for i, call in enumerate(calls) if member[i]]
 
 
 def _types_match(call, kernel) -> bool:

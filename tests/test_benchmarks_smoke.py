@@ -136,3 +136,30 @@ def test_benchmarks_use_only_the_product():
             text = fh.read()
         for marker in ("minijit", "ExecutionEngine", "one-shot-bufferize", "raw_register_runtime"):
             assert marker not in text, (name, marker)
+
+
+def test_whole_compile_scaling_script(tmp_path):
+    """``benchmarks/compile_scaling.py --tiny``: every workload is checked
+    against ``inplace=False`` and timed through ``tdf.compile`` and
+    ``tdf-opt --tdf-lower-to-cpu``; the JSON and the Markdown table are written."""
+    script = os.path.join(ROOT, "benchmarks", "compile_scaling.py")
+    proc = subprocess.run([sys.executable, script, "--tiny", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(tmp_path / "compile_scaling.json") as fh:
+        data = json.load(fh)
+    assert data["mode"] == "tiny" and _num(data["tdf_opt_startup_s"]["median"])
+    assert set(data["workloads"]) == {"call_inplace_chain", "ew_chain", "mix"}
+    for name, wl in data["workloads"].items():
+        assert wl["check"] == "ok", name
+        assert len(wl["points"]) + len(wl["skipped_sizes"]) == len(data["sizes"]), name
+        for pt in wl["points"]:
+            assert _num(pt["ops"]) and pt["ops"] > 0
+            assert _num(pt["tdf_compile"]["median"]) and _num(pt["tdf_opt"]["median"])
+    md = (tmp_path / "compile_scaling.md").read_text()
+    for name in data["workloads"]:
+        assert f"#### {name}" in md
+    with open(script) as fh:
+        text = fh.read()
+    for marker in ("ExecutionEngine", "one-shot-bufferize"):
+        assert marker not in text, marker

@@ -1,0 +1,87 @@
+"""Compile time that stays linear (issue 11), checked without timing.
+
+* One-Shot Bufferize's cost on a chain of ``tdf.call_inplace`` is driven by
+  the size of its alias sets (each decision checks every read against every
+  write of the sets involved): the ``tdf.call_inplace`` model cuts long
+  chains, so the largest alias set must not grow with the chain, while every
+  decision stays in place.
+* ``tdf-inline-kernels`` leaves every 64th call of a long chain a call, so
+  that ``linalg-fuse-elementwise-ops`` never fuses more than 64 generics into
+  one (its cost grows with the square of the fused length).
+
+The timings themselves live in ``benchmarks/compile_scaling.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import tdf
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "benchmarks"))
+import programs as P  # noqa: E402
+
+T = "tensor<4xf32>"
+
+
+def _call_inplace_chain(n: int) -> str:
+    lines = [f"  %v0 = tdf.call @k(%x) : ({T}) -> {T}"]
+    for i in range(1, n):
+        lines.append(f"  %v{i} = tdf.call_inplace @k_ip(%v{i - 1}) inplace [0] : ({T}) -> {T}")
+    return ("func.func private @k(memref<4xf32>, memref<4xf32>)\n"
+            "func.func private @k_ip(memref<4xf32>) attributes {tdf.elementwise}\n"
+            f"func.func @main(%x: {T}) -> {T} {{\n" + "\n".join(lines)
+            + f"\n  return %v{n - 1} : {T}\n}}\n")
+
+
+def _alias_sets(text: str) -> tuple[list[int], list[str]]:
+    ctx = tdf.Context()
+    module = tdf.parse(text, ctx)
+    tdf.run_pipeline(module, "builtin.module(one-shot-bufferize{bufferize-function-boundaries "
+                             "test-analysis-only dump-alias-sets})")
+    asm = str(module)
+    sizes = [len(re.findall(r'"%[\w]+"', m))
+             for m in re.findall(r"__opresult_alias_set_attr__ = \[\[([^\]]*)\]\]", asm)]
+    flags = re.findall(r'__inplace_operands_attr__ = \["(\w+)"\]', asm)
+    return sizes, flags
+
+
+@pytest.mark.parametrize("n", [50, 400])
+def test_alias_sets_stay_bounded_on_long_chains(n):
+    sizes, flags = _alias_sets(_call_inplace_chain(n))
+    assert len(sizes) == n
+    # Segments of about 8 values: the set size does not depend on n.
+    assert max(sizes) <= 16, max(sizes)
+    # Every operand is still decided in place (the cuts change no decision).
+    assert flags and all(f == "true" for f in flags), flags
+
+
+def test_short_chain_not_cut():
+    sizes, _ = _alias_sets(_call_inplace_chain(6))
+    assert sizes == [6] * 6
+
+
+def test_long_chain_compiles_and_runs():
+    text = P.ew_chain(8, 300)
+    x = np.linspace(-1, 1, 8).astype(np.float32)
+    expect = x.astype(np.float64)
+    for i in range(300):
+        expect = expect * 1.0001 if i % 2 == 0 else expect + 0.5
+    got = tdf.compile(text).chain(x.copy())
+    np.testing.assert_allclose(got, expect, rtol=1e-4)
+
+
+def test_fusion_keeps_every_64th_call_of_a_chain():
+    from tdf.passes.fuse_kernels import MAX_FUSED_CHAIN
+    ctx = tdf.Context()
+    module = tdf.parse(P.ew_chain(8, 130), ctx)
+    tdf.run_pipeline(module, "builtin.module(tdf-inline-kernels)")
+    calls = str(module).count("tdf.call @")
+    assert MAX_FUSED_CHAIN == 64
+    assert calls == 2, calls  # calls #64 and #129 (0-based) stay calls
