@@ -23,9 +23,17 @@ import pytest
 
 import tdf
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "benchmarks"))
-import programs as P  # noqa: E402
+# benchmarks/programs.py, loaded by path: putting benchmarks/ first on
+# sys.path would shadow the test corpus package tests/programs.
+import importlib.util  # noqa: E402
+
+_SPEC = importlib.util.spec_from_file_location(
+    "benchmark_programs",
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                 "benchmarks", "programs.py"))
+P = importlib.util.module_from_spec(_SPEC)
+sys.modules["benchmark_programs"] = P
+_SPEC.loader.exec_module(P)
 
 T = "tensor<4xf32>"
 
