@@ -177,6 +177,32 @@ def test_from_elements_with_a_huge_type_is_refused_before_parsing(op, type_, cou
     assert proc.returncode == 1 and "<stdin>:" + message in proc.stderr, proc.stderr[-2000:]
 
 
+@pytest.mark.parametrize("op", [
+    "%r = tensor.expand_shape %t [[0, 9223372036854775807]] output_shape [1, 8] "
+    ": tensor<8xf32> into tensor<1x8xf32>",
+    '%r = "tensor.expand_shape"(%t) <{reassociation = [[0, 4294967296]], '
+    'static_output_shape = array<i64: 1, 8>}> : (tensor<8xf32>) -> tensor<1x8xf32>',
+])
+def test_huge_reassociation_index_is_refused_before_parsing(op):
+    """Regression (found by the malformed-input fuzz): the verifier built an
+    affine map with 2^63 dimensions and aborted the process."""
+    text = ("func.func @f(%t: tensor<8xf32>) -> tensor<1x8xf32> {\n  " + op
+            + "\n  return %r : tensor<1x8xf32>\n}\n")
+    proc = _opt(["-"], text)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert "is larger than any rank tdf accepts (65535); tdf refuses it before parsing" \
+        in proc.stderr and "<stdin>:2:" in proc.stderr
+    with pytest.raises(tdf.ParseError, match=r"r.mlir:2:\d+: error: reassociation index"):
+        tdf.parse(text, filename="r.mlir")
+
+
+def test_valid_reassociations_still_parse():
+    tdf.parse("func.func @f(%t: memref<8xf32>) -> memref<1x8xf32> {\n"
+              "  %r = memref.expand_shape %t [[0, 1]] output_shape [1, 8] : memref<8xf32> into "
+              "memref<1x8xf32>\n  return %r : memref<1x8xf32>\n}\n")
+
+
 def test_from_elements_that_lists_its_operands_still_parses():
     text = ("func.func @f(%a: f32, %b: f32) -> tensor<2xf32> {\n"
             "  %e = tensor.from_elements %a, %b : tensor<2xf32>\n  return %e : tensor<2xf32>\n}\n")

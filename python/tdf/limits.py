@@ -34,6 +34,8 @@ __all__ = [
     "check_nesting",
     "check_from_elements",
     "check_parser_limits",
+    "check_reassociation",
+    "MAX_REASSOCIATION_INDEX",
     "nesting_violation",
     "check_utf8",
     "static_size_errors",
@@ -167,12 +169,39 @@ def check_from_elements(text: str, filename: str = "<input>") -> None:
                 f"would abort)")
 
 
+#: Largest reassociation index accepted in ``expand_shape``/``collapse_shape``.
+MAX_REASSOCIATION_INDEX = 65535
+_REASSOCIATION = re.compile(
+    r"(?:_shape\s+%[\w.$#-]+\s*|reassociation\s*=\s*)(\[\s*(?:\[[^\[\]\n]*\]\s*,?\s*)*\])")
+
+
+def check_reassociation(text: str, filename: str = "<input>") -> None:
+    """Raises :class:`InputError` for a reassociation index of a
+    ``tensor``/``memref`` ``expand_shape``/``collapse_shape`` (custom or
+    generic form) above :data:`MAX_REASSOCIATION_INDEX`: the verifier builds
+    an affine map with that many dimensions and aborts the process on an
+    index near 2^32 or above (a valid index is below the op's rank)."""
+    if "_shape" not in text and "reassociation" not in text:
+        return
+    for match in _REASSOCIATION.finditer(text):
+        for number in re.finditer(r"\d+", match.group(1)):
+            if int(number.group()) > MAX_REASSOCIATION_INDEX:
+                line, column = _line_col(text, match.start(1) + number.start())
+                raise InputError(
+                    filename, line, column,
+                    f"reassociation index {number.group()} is larger than any rank tdf accepts "
+                    f"({MAX_REASSOCIATION_INDEX}); tdf refuses it before parsing (MLIR's "
+                    f"verifier would abort)")
+
+
 def check_parser_limits(text: str, filename: str = "<input>") -> None:
     """Everything checked on the text before MLIR parses it: nesting depth
-    (:func:`check_nesting`) and element counts of ``tensor``/``vector.from_elements``
-    (:func:`check_from_elements`). Raises :class:`InputError`."""
+    (:func:`check_nesting`), element counts of ``tensor``/``vector.from_elements``
+    (:func:`check_from_elements`) and reassociation indices
+    (:func:`check_reassociation`). Raises :class:`InputError`."""
     check_nesting(text, filename)
     check_from_elements(text, filename)
+    check_reassociation(text, filename)
 
 
 def check_utf8(text: str, filename: str = "<input>") -> None:
