@@ -80,7 +80,10 @@ def _tree(root: Path) -> dict:
 def test_tdf_opt_matches_mlir_opt(path, arguments, tmp_path):
     upstream = _run(MLIR_OPT, "mlir-opt", path, arguments, tmp_path / "mlir-opt")
     ours = _run(TDF_OPT, "tdf-opt", path, arguments, tmp_path / "tdf-opt")
-    assert ours.returncode == upstream.returncode, ours.stderr.decode(errors="replace")
+    assert ours.returncode == upstream.returncode, (
+        f"tdf-opt exit {ours.returncode}, mlir-opt exit {upstream.returncode}\n"
+        f"tdf-opt stderr:\n{ours.stderr.decode(errors='replace')}\n"
+        f"mlir-opt stderr:\n{upstream.stderr.decode(errors='replace')}")
     assert _normalize(ours.stderr, tmp_path / "tdf-opt", arguments).decode(errors="replace") == \
         _normalize(upstream.stderr, tmp_path / "mlir-opt", arguments).decode(errors="replace")
     assert _normalize(ours.stdout, tmp_path / "tdf-opt") == \
