@@ -310,7 +310,10 @@ def _keep_calls_in_large_functions(module) -> None:
     for func in module.body.operations:
         if func.operation.name != "llvm.func" or not len(func.regions[0].blocks):
             continue
-        calls = collect_ops(func, "llvm.call")
+        # The failure calls of run-time checks never return: not inlining candidates.
+        calls = collect_ops(func, "llvm.call", lambda call: "callee" not in call.attributes or
+                            ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+                            not in RUNTIME_FUNCTIONS)
         if len(calls) > MAX_INLINED_CALLS:
             for call in calls:
                 call.attributes["no_inline"] = ir.UnitAttr.get()
