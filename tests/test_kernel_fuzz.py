@@ -106,6 +106,8 @@ def fuzz(count: int, seed: int) -> dict:
         for key in totals:
             totals[key] += stats[key]
         done += size
+        if LONG:  # progress of the long run (a mismatch fails with the program)
+            print(f"kernel fuzz progress: {totals}", flush=True)
     return totals
 
 
