@@ -170,6 +170,16 @@ class InplaceAnalysis:
                 self.alias.forget(before)
                 self.replaced_values[before] = after
 
+    def forget_op(self, op) -> None:
+        """``op`` is about to be erased (with no replacement): its results
+        leave their alias classes and its numbering is dropped, so that no
+        later query reaches the Python handle of an erased value."""
+        op = op.operation
+        for result in op.results:
+            if is_tensor(result):
+                self.alias.forget(result)
+        self.liveness.info.pop(op_key(op), None)
+
     def note_inplace(self, op) -> None:
         """Union the in-place results of ``tdf.call_inplace`` ``op``."""
         indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
@@ -424,7 +434,7 @@ def _slice_plan(producer, strides, module_op, reject):
     return ("call", (producer, variant))
 
 
-def _compute_into(plan, view):
+def _compute_into(plan, view, analysis=None):
     """Rewrites the producer of ``plan`` (see :func:`_slice_plan`) to compute
     its result into ``view`` (a slice of the destination, of the result's
     type). A call becomes ``tdf.call_inplace
@@ -436,6 +446,8 @@ def _compute_into(plan, view):
         empty = producer.operands[len(producer.operands) - 1]
         producer.operands[len(producer.operands) - 1] = view
         if len(list(empty.uses)) == 0:
+            if analysis is not None:
+                analysis.forget_op(empty.owner.operation)
             empty.owner.operation.erase()
         return producer, producer, producer.results[0]
     call, variant = producer
@@ -844,7 +856,7 @@ def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool)
     for value in created:
         liveness.info[op_key(value.owner)] = record
     with ir.InsertionPoint(producer):
-        old, new, _ = _compute_into(plan, view)
+        old, new, _ = _compute_into(plan, view, analysis)
     if old is not new:
         analysis.replace_op(old, new)
     for value in created:
@@ -857,7 +869,7 @@ def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool)
     if direct and chain:
         insert.operands[0] = new.results[0]
         for reshape in chain:  # chain[0] fed the insert, chain[-1] read the part
-            analysis.alias.forget(reshape.results[0])
+            analysis.forget_op(reshape)
             reshape.erase()
 
 
