@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -41,6 +42,18 @@ MemRefType identityType(Type type) {
   return MemRefType::get(memref.getShape(), memref.getElementType(),
                          MemRefLayoutAttrInterface(),
                          memref.getMemorySpace());
+}
+
+/// The buffer type of a kernel call result of type `tensor` computed in a
+/// parameter of type `param`: the parameter's layout and memory space with
+/// the result's shape (a parameter dimension may be `?` where the result's is
+/// static).
+MemRefType resultBufferType(Type param, RankedTensorType tensor) {
+  auto memref = cast<MemRefType>(param);
+  if (memref.getShape() == tensor.getShape())
+    return memref;
+  return MemRefType::get(tensor.getShape(), memref.getElementType(),
+                         memref.getLayout(), memref.getMemorySpace());
 }
 
 /// Returns `buffer` as a value of `type`: a cast when the layouts are
@@ -98,26 +111,67 @@ LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndice
     return failure();
   SmallVector<Value> results, freshOutputs;
   unsigned nextOutput = op->getNumOperands();
-  for (int64_t operandIndex : inplaceIndices) {
+  for (auto [resultIndex, operandIndex] : llvm::enumerate(inplaceIndices)) {
+    auto tensorType = cast<RankedTensorType>(op->getResult(resultIndex).getType());
     if (operandIndex >= 0) {
+      // Cast back after the call (below) when the kernel's parameter is more
+      // dynamic than the operand.
       results.push_back(args[operandIndex]);
       continue;
     }
     Type paramType = fnType.getInput(nextOutput++);
+    MemRefType bufferType = resultBufferType(paramType, tensorType);
+    // Dynamic sizes: those of the shape operand (see TDFOps.td).
+    SmallVector<Value> dynamicSizes;
+    if (!tensorType.hasStaticShape()) {
+      OpOperand *source = getFreshResultShapeOperand(op, resultIndex);
+      if (!source)
+        return op->emitOpError("no operand gives the sizes of result #")
+               << resultIndex;
+      Value sourceBuffer = args[source->getOperandNumber()];
+      for (auto [dim, size] : llvm::enumerate(tensorType.getShape()))
+        if (ShapedType::isDynamic(size))
+          dynamicSizes.push_back(
+              memref::DimOp::create(rewriter, op->getLoc(), sourceBuffer, dim));
+    }
     FailureOr<Value> alloc = options.createAlloc(
-        rewriter, op->getLoc(), identityType(paramType), ValueRange());
+        rewriter, op->getLoc(), identityType(bufferType), dynamicSizes);
     if (failed(alloc))
       return failure();
-    FailureOr<Value> adapted = adaptBuffer(rewriter, *alloc, paramType, options);
+    FailureOr<Value> result = adaptBuffer(rewriter, *alloc, bufferType, options);
+    if (failed(result))
+      return failure();
+    FailureOr<Value> adapted = adaptBuffer(rewriter, *result, paramType, options);
     if (failed(adapted))
       return failure();
-    results.push_back(*adapted);
+    results.push_back(*result);
     freshOutputs.push_back(*adapted);
   }
   // Output parameters follow the operands, in result order.
   args.append(freshOutputs);
   func::CallOp::create(rewriter, op->getLoc(), kernel.getSymName(),
                        TypeRange(), args);
+  // An in-place result whose kernel parameter is more dynamic than the
+  // result (a generic kernel) is the operand's buffer cast back to the
+  // result's sizes, after the call: whatever later copies the result (e.g.
+  // a returned non-owned buffer) copies the written values.
+  for (auto [resultIndex, operandIndex] : llvm::enumerate(inplaceIndices)) {
+    if (operandIndex < 0)
+      continue;
+    MemRefType bufferType = resultBufferType(
+        fnType.getInput(operandIndex),
+        cast<RankedTensorType>(op->getResult(resultIndex).getType()));
+    Value buffer = results[resultIndex];
+    // The operand's own buffer when only the call needed the cast.
+    if (auto cast = buffer.getDefiningOp<memref::CastOp>())
+      if (cast.getSource().getType() == bufferType)
+        buffer = cast.getSource();
+    FailureOr<Value> adapted =
+        adaptBuffer(rewriter, buffer, bufferType, options);
+    if (failed(adapted))
+      return failure();
+    results[resultIndex] = *adapted;
+  }
   replaceOpWithBufferizedValues(rewriter, op, results);
   return success();
 }
@@ -131,13 +185,16 @@ FailureOr<BufferLikeType> kernelResultBufferType(Operation *op, Value value,
     return op->emitOpError("kernel not found during bufferization");
   FunctionType fnType = kernel.getFunctionType();
   unsigned resultIndex = cast<OpResult>(value).getResultNumber();
+  auto tensorType = cast<RankedTensorType>(value.getType());
   if (indices[resultIndex] >= 0)
-    return cast<BufferLikeType>(fnType.getInput(indices[resultIndex]));
+    return cast<BufferLikeType>(
+        resultBufferType(fnType.getInput(indices[resultIndex]), tensorType));
   unsigned paramIndex = op->getNumOperands();
   for (unsigned i = 0; i < resultIndex; ++i)
     if (indices[i] < 0)
       ++paramIndex;
-  return cast<BufferLikeType>(fnType.getInput(paramIndex));
+  return cast<BufferLikeType>(
+      resultBufferType(fnType.getInput(paramIndex), tensorType));
 }
 
 //===----------------------------------------------------------------------===//

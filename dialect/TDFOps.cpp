@@ -22,11 +22,19 @@ using namespace mlir::tdf;
 //===----------------------------------------------------------------------===//
 
 /// Returns true when memref parameter type `param` can hold tensor `tensor`:
-/// same shape and element type (any layout, any memory space).
+/// same rank and element type (any layout, any memory space), and every
+/// dimension of the parameter either equal to the tensor's or dynamic (`?`:
+/// a kernel generic in that size). A static parameter dimension never
+/// accepts a dynamic tensor dimension: nothing would check the size.
 static bool memrefMatchesTensor(Type param, RankedTensorType tensor) {
   auto memref = dyn_cast<MemRefType>(param);
-  return memref && memref.getShape() == tensor.getShape() &&
-         memref.getElementType() == tensor.getElementType();
+  if (!memref || memref.getRank() != tensor.getRank() ||
+      memref.getElementType() != tensor.getElementType())
+    return false;
+  for (auto [want, have] : llvm::zip(memref.getShape(), tensor.getShape()))
+    if (want != have && !ShapedType::isDynamic(want))
+      return false;
+  return true;
 }
 
 /// Describes the memref a tensor of type `tensor` is passed as.
@@ -220,15 +228,33 @@ verifyKernelSignature(Operation *op, FlatSymbolRefAttr calleeName,
   return success();
 }
 
-/// Fresh results are allocated by bufferization, which needs static sizes.
+/// Fresh results are allocated by bufferization: a dynamic dimension takes
+/// its size from the same dimension of the shape operand
+/// (`getFreshResultShapeOperand`), which must exist.
 static LogicalResult verifyStaticFreshResult(Operation *op,
                                              unsigned resultIndex) {
   auto type = cast<RankedTensorType>(op->getResult(resultIndex).getType());
-  if (!type.hasStaticShape())
-    return op->emitOpError()
-           << "result #" << resultIndex << " gets fresh storage and must "
-           << "have a static shape, got " << type;
-  return success();
+  if (type.hasStaticShape() ||
+      mlir::tdf::getFreshResultShapeOperand(op, resultIndex))
+    return success();
+  return op->emitOpError()
+         << "result #" << resultIndex << " gets fresh storage of dynamic "
+         << "shape " << type << ", but no tensor operand has rank "
+         << type.getRank()
+         << " (a dynamic dimension of a fresh result takes the size of the "
+            "same dimension of the first tensor operand of the same rank)";
+}
+
+OpOperand *mlir::tdf::getFreshResultShapeOperand(Operation *op,
+                                                 unsigned resultIndex) {
+  auto type = dyn_cast<RankedTensorType>(op->getResult(resultIndex).getType());
+  if (!type)
+    return nullptr;
+  for (OpOperand &operand : op->getOpOperands())
+    if (auto tensor = dyn_cast<RankedTensorType>(operand.get().getType()))
+      if (tensor.getRank() == type.getRank())
+        return &operand;
+  return nullptr;
 }
 
 //===----------------------------------------------------------------------===//

@@ -19,4 +19,12 @@
 #define GET_OP_CLASSES
 #include "TDFOps.h.inc"
 
+namespace mlir::tdf {
+/// The operand that gives the sizes of the dynamic dimensions of fresh
+/// result `resultIndex` of a `tdf.call`/`tdf.call_inplace`: the first ranked
+/// tensor operand of the result's rank (dimension `d` of the result has the
+/// size of dimension `d` of that operand), or null when there is none.
+OpOperand *getFreshResultShapeOperand(Operation *op, unsigned resultIndex);
+} // namespace mlir::tdf
+
 #endif // TDF_DIALECT_TDFOPS_H

@@ -44,6 +44,22 @@ def TDF_CallOp : TDF_Op<"call", [
     `tdf-insert-inplace` rewrites a `tdf.call` to `tdf.call_inplace` when an
     operand is dead, unaliased, owned and fits the result.
 
+    Dynamic shapes: a kernel parameter dimension may be `?` where the operand
+    (or result) dimension is static or `?` (a kernel generic in that size; the
+    buffer is passed through a `memref.cast`); a static parameter dimension
+    only accepts the same static size. A dynamic dimension `d` of a result
+    with fresh storage takes its size from dimension `d` of the *shape
+    operand*: the first ranked tensor operand of the result's rank (the
+    usual case of an element-wise kernel, whose output has its first input's
+    shape). The verifier rejects a fresh dynamic result with no tensor operand
+    of its rank; a kernel whose output sizes are not those of an operand takes
+    a static result type (or a `tensor.cast` after the call).
+    ```mlir
+    func.func private @scale(memref<?x?xf32>, f32, memref<?x?xf32>)
+    // %y has the sizes of %x (dimension 0 and 1 of the shape operand %x).
+    %y = tdf.call @scale(%x, %s) : (tensor<?x?xf32>, f32) -> tensor<?x?xf32>
+    ```
+
     Like every tdf op it must be inside a function body. The kernel must not
     mark a parameter `tdf.donate` (it owns no buffer) and must not be
     recursive: a kernel that calls itself, directly or through other
@@ -86,6 +102,9 @@ def TDF_CallInplaceOp : TDF_Op<"call_inplace", [
         : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
     ```
 
+    Dynamic shapes follow `tdf.call`: a `-1` result of dynamic shape takes
+    its sizes from the first tensor operand of its rank; an in-place result
+    has exactly its operand's type, so its sizes are the operand's.
     Verifier: one index per result, each in `[-1, #operands)`, no operand index
     twice, at least one index `>= 0`, and each in-place result has exactly its
     operand's type; inside a function body; the kernel neither marks a

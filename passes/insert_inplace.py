@@ -115,6 +115,7 @@ from ._ir import collect_ops
 from ._kernels import (INPLACE_OF_ATTR, KernelInfo, function_type, identity_operands, is_elementwise_linalg,
                        reads_output,
                        layout_variant, lookup_symbol, strided_type)
+from ._shapes import fresh_shape_operand, same_sizes
 from .alias import AliasAnalysis
 from .liveness import Liveness, function_bodies, is_tensor, op_key
 from .registry import PassContext, PassOption, register_pass
@@ -947,6 +948,15 @@ class _Rewriter:
                     pending.setdefault(i, Rejection("fits", op, op.location, i, [
                         f"operand #{i} (", value, f") has type {value.type}, "
                         f"result #{j} needs {result.type}"]))
+                    continue
+                shape_source = None if ir.RankedTensorType(result.type).has_static_shape \
+                    else fresh_shape_operand(op, j)
+                if shape_source is not None and not same_sizes(value, shape_source):
+                    # A fresh dynamic result has the sizes of the shape
+                    # operand; equal types do not mean equal sizes.
+                    pending.setdefault(i, Rejection("fits", op, op.location, i, [
+                        f"operand #{i} (", value, ") is not provably of the size of result "
+                        f"#{j}, which takes its dynamic sizes from ", shape_source]))
                     continue
                 if any(operands[t] == value for t in taken):
                     continue  # that buffer already holds another result

@@ -64,11 +64,52 @@ func.func @scalar_type(%x: tensor<4xf32>, %s: index) -> tensor<4xf32> {
 
 // -----
 
-func.func private @dyn(memref<?xf32>, memref<?xf32>)
-func.func @dynamic_fresh_result(%x: tensor<?xf32>) -> tensor<?xf32> {
-  // expected-error@+1 {{'tdf.call' op result #0 gets fresh storage and must have a static shape, got 'tensor<?xf32>'}}
-  %r = tdf.call @dyn(%x) : (tensor<?xf32>) -> tensor<?xf32>
+// A fresh result of dynamic shape needs a tensor operand of its rank to take
+// its sizes from.
+func.func private @dyn(memref<?xf32>, memref<?x?xf32>)
+func.func @dynamic_fresh_result_no_shape_operand(%x: tensor<?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{'tdf.call' op result #0 gets fresh storage of dynamic shape 'tensor<?x?xf32>', but no tensor operand has rank 2 (a dynamic dimension of a fresh result takes the size of the same dimension of the first tensor operand of the same rank)}}
+  %r = tdf.call @dyn(%x) : (tensor<?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+func.func private @dyn2(index, index, memref<4xf32>, memref<?xf32>)
+func.func @dynamic_fresh_result_scalar_only(%n: index) -> tensor<?xf32> {
+  // expected-error@+1 {{'tdf.call_inplace' op result #1 gets fresh storage of dynamic shape 'tensor<?xf32>', but no tensor operand has rank 1}}
+  %r:2 = tdf.call_inplace @dyn2(%n, %n) inplace [-1, -1] : (index, index) -> (tensor<4xf32>, tensor<?xf32>)
+  return %r#1 : tensor<?xf32>
+}
+
+// -----
+
+// A static kernel parameter does not accept a dynamic operand (nothing would
+// check the size).
+func.func private @static4(memref<4xf32>, memref<4xf32>)
+func.func @dynamic_operand_static_param(%x: tensor<?xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tdf.call' op operand #0 of type 'tensor<?xf32>' does not match parameter #0 of kernel @static4: expected memref<?xf32>, got 'memref<4xf32>'}}
+  %r = tdf.call @static4(%x) : (tensor<?xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func private @dyn_out(memref<?xf32>, memref<4xf32>)
+func.func @dynamic_result_static_param(%x: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{'tdf.call' op result #0 of type 'tensor<?xf32>' does not match output parameter #1 of kernel @dyn_out: expected memref<?xf32>, got 'memref<4xf32>'}}
+  %r = tdf.call @dyn_out(%x) : (tensor<?xf32>) -> tensor<?xf32>
   return %r : tensor<?xf32>
+}
+
+// -----
+
+// A dynamic parameter still needs the operand's rank and element type.
+func.func private @dyn_rank(memref<?x?xf32>, memref<?x?xf32>)
+func.func @dynamic_param_rank_mismatch(%x: tensor<4xf32>) -> tensor<4x4xf32> {
+  // expected-error@+1 {{'tdf.call' op operand #0 of type 'tensor<4xf32>' does not match parameter #0 of kernel @dyn_rank: expected memref<4xf32>, got 'memref<?x?xf32>'}}
+  %r = tdf.call @dyn_rank(%x) : (tensor<4xf32>) -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
 }
 
 // -----

@@ -125,8 +125,9 @@ size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
 struct TensorInfo {
   nb::object dtype; // the numpy dtype (its descr pointer is the fast check)
   PyArray_Descr *descr = nullptr;
-  std::vector<npy_intp> shape;
-  int64_t nbytes = 0;
+  std::vector<npy_intp> shape; // -1: a dynamic dimension
+  int64_t nbytes = 0;          // -1 when some dimension is dynamic
+  bool dynamic = false;
   size_t descWord = 0; // offset of its descriptor in the call frame
 };
 
@@ -231,10 +232,23 @@ private:
     info.descr = reinterpret_cast<PyArray_Descr *>(dtype.ptr());
     int64_t count = 1;
     for (nb::handle size : shape) {
-      info.shape.push_back(nb::cast<int64_t>(size));
-      count *= info.shape.back();
+      int64_t dim = nb::cast<int64_t>(size);
+      info.shape.push_back(dim < 0 ? -1 : dim);
+      info.dynamic |= dim < 0;
+      count *= dim;
     }
-    info.nbytes = count * PyDataType_ELSIZE(info.descr);
+    info.nbytes = info.dynamic ? -1 : count * PyDataType_ELSIZE(info.descr);
+  }
+
+  /// Sizes and row-major strides of a descriptor from `dims` (a dynamic
+  /// shape's sizes at call time).
+  static void writeSizes(int64_t *desc, const npy_intp *dims, size_t rank) {
+    int64_t stride = 1;
+    for (size_t i = rank; i-- > 0;) {
+      desc[3 + i] = dims[i];
+      desc[3 + rank + i] = stride;
+      stride *= dims[i] > 0 ? dims[i] : 1;
+    }
   }
 
   static void writeStatic(int64_t *desc, const TensorInfo &info) {
@@ -248,13 +262,21 @@ private:
   }
 
   bool fastArray(const Param &param, PyObject *value) const;
+  static bool fitsDynamic(const TensorInfo &info, PyArrayObject *array) {
+    if (PyArray_NDIM(array) != (int)info.shape.size())
+      return false;
+    for (size_t i = 0; i < info.shape.size(); ++i)
+      if (info.shape[i] >= 0 && PyArray_DIMS(array)[i] != info.shape[i])
+        return false;
+    return true;
+  }
   PyObject *slowArgument(PyObject *self, size_t index, PyObject *value) const;
   bool storeScalar(PyObject *self, size_t index, PyObject *value,
                    int64_t *slot) const;
   PyObject *raiseFailure(const Failure &failure) const;
   PyObject *collect(PyObject *const *arrays, const int64_t *frame) const;
   void fillFrame(int64_t *frame, const int64_t *dataPointers,
-                 const int64_t *scalars) const;
+                 const int64_t *scalars, PyObject *const *arrays) const;
 
   PackedFn fn;
   void (*freeFn)(void *);
@@ -280,7 +302,7 @@ bool NativeEntry::fastArray(const Param &param, PyObject *value) const {
     return false;
   const npy_intp *dims = PyArray_DIMS(array);
   for (int i = 0; i < rank; ++i)
-    if (dims[i] != param.info.shape[i])
+    if (dims[i] != param.info.shape[i] && param.info.shape[i] >= 0)
       return false;
   int flags = PyArray_FLAGS(array);
   if (!(flags & NPY_ARRAY_C_CONTIGUOUS))
@@ -419,15 +441,28 @@ PyObject *NativeEntry::collect(PyObject *const *arrays,
         ok = false;
       } else {
         PyArray_Descr *descr = result.info.descr;
+        // A dynamic result's sizes are those of the returned descriptor
+        // (identity layout: row-major strides).
+        size_t rank = result.info.shape.size();
+        npy_intp dynamicDims[NPY_MAXDIMS];
+        const npy_intp *dims = result.info.shape.data();
+        int64_t nbytes = result.info.nbytes;
+        if (result.info.dynamic) {
+          nbytes = PyDataType_ELSIZE(descr);
+          for (size_t d = 0; d < rank && d < (size_t)NPY_MAXDIMS; ++d) {
+            dynamicDims[d] = desc[3 + d];
+            nbytes *= desc[3 + d];
+          }
+          dims = dynamicDims;
+        }
         Py_INCREF(descr);
         char *data = nullptr;
-        if (result.info.nbytes)
+        if (nbytes)
           data = reinterpret_cast<char *>(desc[1]) +
                  desc[2] * PyDataType_ELSIZE(descr);
         array = PyArray_NewFromDescr(
-            &PyArray_Type, descr, (int)result.info.shape.size(),
-            const_cast<npy_intp *>(result.info.shape.data()), nullptr, data,
-            NPY_ARRAY_CARRAY, nullptr);
+            &PyArray_Type, descr, (int)rank, const_cast<npy_intp *>(dims),
+            nullptr, data, NPY_ARRAY_CARRAY, nullptr);
         if (array && data) {
           Py_INCREF(owner);
           if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject *>(array),
@@ -468,7 +503,8 @@ PyObject *NativeEntry::collect(PyObject *const *arrays,
 /// Copies the template (static sizes and strides) into `frame` and stores
 /// the data pointers, scalar values and argument pointers of this call.
 void NativeEntry::fillFrame(int64_t *frame, const int64_t *dataPointers,
-                            const int64_t *scalars) const {
+                            const int64_t *scalars,
+                            PyObject *const *arrays) const {
   std::memcpy(frame, frameTemplate.data(), frameWords * sizeof(int64_t));
   int64_t *storage = frame + storageWord;
   int64_t *slots = frame + pointerWord;
@@ -483,6 +519,12 @@ void NativeEntry::fillFrame(int64_t *frame, const int64_t *dataPointers,
     if (param.tensor) {
       int64_t *desc = frame + param.info.descWord;
       desc[0] = desc[1] = dataPointers[i];
+      // Dynamic shape: sizes and strides of this call's array (a plain read
+      // of an array this call holds a reference to; no GIL needed).
+      if (param.info.dynamic)
+        writeSizes(desc,
+                   PyArray_DIMS(reinterpret_cast<PyArrayObject *>(arrays[i])),
+                   param.info.shape.size());
       storage[slot] = reinterpret_cast<int64_t>(desc);
     } else {
       storage[slot] = scalars[i];
@@ -528,6 +570,13 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
     heapScalars.reset(new int64_t[count]);
     scalars = heapScalars.get();
   }
+  int64_t counts[64];
+  std::unique_ptr<int64_t[]> heapCounts;
+  int64_t *byteCounts = counts;
+  if (count > 64) {
+    heapCounts.reset(new int64_t[count]);
+    byteCounts = heapCounts.get();
+  }
   int64_t pointers[64];
   std::unique_ptr<int64_t[]> heapPointers;
   int64_t *dataPointers = pointers;
@@ -549,7 +598,9 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
         auto *array = reinterpret_cast<PyArrayObject *>(checked);
         if (!PyArray_Check(checked) ||
             !(PyArray_FLAGS(array) & NPY_ARRAY_C_CONTIGUOUS) ||
-            PyArray_NBYTES(array) != param.info.nbytes) {
+            (param.info.dynamic
+                 ? !fitsDynamic(param.info, array)
+                 : PyArray_NBYTES(array) != param.info.nbytes)) {
           release();
           PyErr_Format(PyExc_SystemError,
                        "@%s: argument #%zu: the argument check returned an "
@@ -562,6 +613,7 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
       arrays[i] = value;
       dataPointers[i] = reinterpret_cast<int64_t>(
           PyArray_DATA(reinterpret_cast<PyArrayObject *>(value)));
+      byteCounts[i] = PyArray_NBYTES(reinterpret_cast<PyArrayObject *>(value));
     } else {
       arrays[i] = value;
       if (!storeScalar(self, i, value, &scalars[i])) {
@@ -573,12 +625,12 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
   // A donated array is written: it must not share memory with any other
   // tensor argument (the program would read what it already overwrote).
   for (size_t i : donated) {
-    int64_t low = dataPointers[i], high = low + params[i].info.nbytes;
+    int64_t low = dataPointers[i], high = low + byteCounts[i];
     for (size_t j : tensors) {
-      if (j == i || !params[i].info.nbytes || !params[j].info.nbytes)
+      if (j == i || !byteCounts[i] || !byteCounts[j])
         continue;
       int64_t other = dataPointers[j];
-      if (other < high && low < other + params[j].info.nbytes) {
+      if (other < high && low < other + byteCounts[j]) {
         release();
         return PyObject_CallMethod(self, "_raise_overlap", "nn", (Py_ssize_t)i,
                                    (Py_ssize_t)j);
@@ -599,7 +651,7 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
     lock = std::unique_lock<std::mutex>(sharedLock);
     frame = shared.get();
   }
-  fillFrame(frame, dataPointers, scalars);
+  fillFrame(frame, dataPointers, scalars, arrays);
   ok = invokeGuarded(fn, reinterpret_cast<void **>(frame + pointerWord));
   if (!ok)
     failure = currentFailure;

@@ -249,8 +249,6 @@ def _tensor_spec(type_, where, donated=False) -> TensorSpec:
         raise CompileError(f"{where}: unsupported type {type_} (expected a ranked tensor, "
                            f"an index, an integer or a float)")
     t = ir.RankedTensorType(type_)
-    if not t.has_static_shape:
-        raise CompileError(f"{where}: dynamic shapes are not supported by tdf.compile ({type_})")
     element = str(t.element_type)
     if element not in DTYPES:
         raise CompileError(f"{where}: unsupported element type {element} "

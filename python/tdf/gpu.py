@@ -246,6 +246,15 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
                 func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
                 fname = ir.StringAttr(func.attributes["sym_name"]).value
                 ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+                # The GPU call path sizes transfers and results from the
+                # static types: dynamic shapes are CPU-only for now.
+                for what, types in (("argument", ftype.inputs), ("result", ftype.results)):
+                    for index, type_ in enumerate(types):
+                        if isinstance(type_, ir.ShapedType) and not ir.ShapedType(type_).has_static_shape:
+                            raise GPUCompileError(
+                                f"{_loc(func, filename)}: @{fname} {what} #{index} has the dynamic "
+                                f"shape {type_}: the GPU path supports static shapes only "
+                                f"(compile it with target='cpu', or give it a static shape)")
                 entries[fname] = ftype
 
     texts = {}

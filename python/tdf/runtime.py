@@ -26,7 +26,10 @@ Conventions (see ``docs/Runtime.md``):
 - every other result is a fresh numpy array that owns its memory (freed with
   the C allocator when the array is garbage collected);
 - wrong argument count, dtype or shape raise ``TypeError``/``ValueError``
-  naming the function and the argument.
+  naming the function and the argument;
+- a dynamic dimension (``tensor<?x8xf32>``) takes the argument's size at call
+  time (sizes and strides written per call); a dynamic result's sizes are
+  those of the descriptor the compiled code returns.
 
 Allocation counting (``tdf.compile(..., count_allocations=True)``): the
 program is lowered with ``finalize-memref-to-llvm{use-generic-functions}``, so
@@ -210,22 +213,40 @@ def memref_descriptor_type(rank: int) -> type:
 
 
 class TensorSpec:
-    """A statically shaped tensor parameter or result: shape, numpy dtype,
-    MLIR type text and (for parameters) whether it is donated."""
+    """A tensor parameter or result: shape, numpy dtype, MLIR type text and
+    (for parameters) whether it is donated. A dynamic dimension (``?``) is
+    ``-1`` in ``shape``: its size is taken from the argument at call time (a
+    result's from the descriptor the compiled code returns); ``nbytes`` and
+    ``strides`` are then None."""
 
     __slots__ = ("shape", "dtype", "type_text", "donated", "nbytes", "strides")
 
     def __init__(self, shape, dtype, type_text, donated=False):
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(-1 if int(s) < 0 else int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self.type_text = type_text
         self.donated = bool(donated)
+        if self.dynamic:
+            self.nbytes = self.strides = None
+            return
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
-        strides, step = [], 1
-        for size in reversed(self.shape):
-            strides.append(step)
-            step *= max(size, 1)
-        self.strides = tuple(reversed(strides))
+        self.strides = _row_major(self.shape)
+
+    @property
+    def dynamic(self) -> bool:
+        """True when some dimension is dynamic."""
+        return any(s < 0 for s in self.shape)
+
+    def matches(self, shape) -> bool:
+        """True when an array of ``shape`` fits: same rank, every static
+        dimension equal."""
+        return len(shape) == len(self.shape) and all(
+            want < 0 or have == want for have, want in zip(shape, self.shape))
+
+    def shape_text(self) -> str:
+        """The shape with ``?`` for dynamic dimensions (for messages)."""
+        return "(" + ", ".join("?" if s < 0 else str(s) for s in self.shape) + \
+            ("," if len(self.shape) == 1 else "") + ")"
 
     def __repr__(self):
         return f"TensorSpec({self.type_text}{', donated' if self.donated else ''})"
@@ -242,6 +263,14 @@ class ScalarSpec:
 
     def __repr__(self):
         return f"ScalarSpec({self.type_text})"
+
+
+def _row_major(shape) -> tuple:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 _SCALAR_CODES = {"f64": "d", "f32": "f", "i64": "q", "index": "q", "i32": "i", "i16": "h",
@@ -266,9 +295,10 @@ def register_runtime_symbols(engine) -> None:
         engine.raw_register_runtime(name, ctypes.c_void_p(address))
 
 
-def _fill_static(desc, spec: TensorSpec) -> None:
+def _fill_static(desc, spec: TensorSpec, shape=None) -> None:
     desc.offset = 0
-    for i, (size, stride) in enumerate(zip(spec.shape, spec.strides)):
+    shape = spec.shape if shape is None else tuple(shape)
+    for i, (size, stride) in enumerate(zip(shape, _row_major(shape))):
         desc.sizes[i] = size
         desc.strides[i] = stride
 
@@ -344,8 +374,9 @@ class EntryFunction(_tdf.NativeEntry):
             raise self._error(index, f"expected a numpy array, got {type(value).__name__}", TypeError)
         if value.dtype != spec.dtype:
             raise self._error(index, f"expected dtype {spec.dtype}, got {value.dtype}", TypeError)
-        if value.shape != spec.shape:
-            raise self._error(index, f"expected shape {spec.shape}, got {value.shape}")
+        if not spec.matches(value.shape):
+            raise self._error(index, f"expected shape {spec.shape_text() if spec.dynamic else spec.shape}, "
+                                     f"got {value.shape}")
         if not value.flags.c_contiguous:
             if spec.donated:
                 raise self._error(index, "a donated array must be C-contiguous to be updated in place "
@@ -433,7 +464,7 @@ class EntryFunction(_tdf.NativeEntry):
             if isinstance(spec, TensorSpec):
                 desc = memref_descriptor_type(len(spec.shape))()
                 if spec.shape:
-                    _fill_static(desc, spec)
+                    _fill_static(desc, spec, value.shape)
                 desc.allocated = desc.aligned = value.__array_interface__["data"][0]
                 slots.append(ctypes.pointer(ctypes.pointer(desc)))
             else:
