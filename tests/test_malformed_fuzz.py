@@ -257,7 +257,8 @@ def make_cases(count: int, seed: int) -> list[dict]:
                                             ["--tdf-lower-to-nvvm=stop-at=gpu"], ["--tdf-bufferize"],
                                             ["--split-input-file", "--verify-diagnostics"]])}
         elif roll < 0.90:
-            case = {"kind": "pipeline", "text": rng.choice(seeds[:16]), "pipeline": mutate_pipeline(rng)}
+            case = {"kind": "pipeline", "text": rng.choice(seeds[:16]), "pipeline": mutate_pipeline(rng),
+                    "bad_pipeline": True}
         else:
             call = rng.choice(_API_CALLS).format(rng.choice(_API_VALUES))
             case = {"kind": "api", "code": call}
@@ -277,7 +278,7 @@ _WHOLE_FILE = re.compile(r"^(fuzz\.mlir|<input>): ")
 _INTERNAL_IN_PASS = re.compile(r"pass '[\w-]+' failed: (\w+(?:Error|Exception))")
 
 
-def classify(exc_type: str, message: str, api: bool) -> str:
+def classify(exc_type: str, message: str, api: bool, names_ok: bool = False) -> str:
     """'error' (acceptable), 'internal' (a Python exception escaping tdf) or
     'unlocated' (no location, no culprit)."""
     tdf_errors = {"ParseError", "PipelineError", "CompileError", "StrictModeError",
@@ -294,7 +295,7 @@ def classify(exc_type: str, message: str, api: bool) -> str:
             return "error"
     if _NAMED.search(message) or _WHOLE_FILE.match(message):
         return "error"
-    if api and _API_NAMES.search(message):
+    if (api or names_ok) and _API_NAMES.search(message):
         return "error"
     return "unlocated"
 
@@ -337,7 +338,8 @@ def _run_case(case: dict, tdf) -> dict:
             eval(case["code"], env)  # noqa: S307 (the fuzzer's own expressions)
     except Exception as exc:  # noqa: BLE001 -- classifying every escape is the point
         message = str(exc)
-        verdict = classify(type(exc).__name__, message, api=kind == "api")
+        verdict = classify(type(exc).__name__, message, api=kind == "api",
+                           names_ok=case.get("bad_pipeline", False))
         return {"status": verdict, "detail": f"{type(exc).__name__}: {message[:600]}"}
     return {"status": "ok"}
 
@@ -540,6 +542,10 @@ def test_classify_rules():
     assert classify("CompileError", "kernel @add has no body", False) == "error"
     assert classify("CompileError", "fuzz.mlir: no public function with a body", False) == "error"
     assert classify("CompileError", "no public function with a body", False) == "unlocated"
+    assert classify("PipelineError", "tdf.run_pipeline: expected a textual pass pipeline, got ''",
+                    False, names_ok=True) == "error"
+    assert classify("PipelineError", "tdf.run_pipeline: expected a textual pass pipeline, got ''",
+                    False) == "unlocated"
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def run_pipeline(module, pipeline: str, filename: str | None = None,
         raise TypeError(f"tdf.run_pipeline expects diagnostics to be a list (diagnostics are "
                         f"appended to it) or None, got {type(diagnostics).__name__}")
     if not pipeline.strip():
-        raise PipelineError(f"expected a textual pass pipeline, got {pipeline!r}")
+        raise PipelineError(f"tdf.run_pipeline: expected a textual pass pipeline, got {pipeline!r}")
     try:
         check_utf8(pipeline, "<pipeline>")
         check_nesting(pipeline, "<pipeline>")
