@@ -113,16 +113,25 @@ class AliasAnalysis:
         self.func = func.operation
         self.order = order
         self.defer_inplace = defer_inplace
-        self._parent: dict = {}
-        self._class: dict = {}
+        # Union-find over node numbers; ``_node`` maps a value to its node.
+        # A value handle hashes by the address of the IR value, which a value
+        # created after an erasure may reuse: ``forget`` drops the erased
+        # value's entry (its node stays, keeping the class structure), so a
+        # new value at that address gets a node of its own instead of
+        # silently joining the erased one's class.
+        self._node: dict = {}
+        self._parent: list = []
+        self._class: dict = {}  # root node -> _Class
         self.assumed: dict = {}  # assume_unaliased result -> source
         self._build()
 
     # -- union-find -------------------------------------------------------
-    def _add(self, value):
-        if value in self._parent:
-            return
-        self._parent[value] = value
+    def _add(self, value) -> int:
+        node = self._node.get(value)
+        if node is not None:
+            return node
+        node = self._node[value] = len(self._parent)
+        self._parent.append(node)
         cls = _Class()
         cls.members[value] = None
         if self.order is not None and value is not _BLACK_HOLE:
@@ -132,17 +141,18 @@ class AliasAnalysis:
                     cls.max_use = pre
         if value is _BLACK_HOLE:
             cls.escaped = True
-        self._class[value] = cls
+        self._class[node] = cls
+        return node
 
-    def find(self, value):
-        """The representative of ``value``'s class."""
-        self._add(value)
+    def find(self, value) -> int:
+        """The representative (a node number) of ``value``'s class."""
+        node = self._add(value)
         parent = self._parent
-        root = value
+        root = node
         while parent[root] != root:
             root = parent[root]
-        while parent[value] != root:  # path compression
-            parent[value], value = root, parent[value]
+        while parent[node] != root:  # path compression
+            parent[node], node = root, parent[node]
         return root
 
     def union(self, a, b) -> None:
@@ -161,10 +171,15 @@ class AliasAnalysis:
         del self._class[rb]
 
     def forget(self, value) -> None:
-        """Drops ``value`` (about to be erased) from its class's member list;
-        it stays in the union-find so that the class structure is intact."""
+        """Drops ``value`` (about to be erased) from its class's member list
+        and from the value-to-node map; its node stays in the union-find so
+        that the class structure is intact. Call it before erasing the op:
+        an erased value must never be queried again."""
+        if value not in self._node:
+            return
         cls = self._class[self.find(value)]
         cls.members.pop(value, None)
+        del self._node[value]
 
     def _mark(self, value, reason: str) -> None:
         cls = self._class[self.find(value)]
@@ -200,7 +215,7 @@ class AliasAnalysis:
     def class_ids(self) -> dict:
         """Dense class numbers (first appearance order) for every value seen."""
         ids, out = {}, {}
-        for value in self._parent:
+        for value in list(self._node):
             if value is _BLACK_HOLE:
                 continue
             root = self.find(value)
