@@ -56,6 +56,17 @@ static bool paramAccepts(Type param, Type type) {
   return param == type;
 }
 
+/// Checks that an opaque callee's result type `param` is exactly the memref
+/// of tensor `type` (same shape, `?` only where the tensor has `?`).
+static bool resultMatches(Type param, Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return param == type;
+  auto memref = dyn_cast<MemRefType>(param);
+  return memref && memref.getShape() == tensor.getShape() &&
+         memref.getElementType() == tensor.getElementType();
+}
+
 /// Looks up `callee` as a func.func, emitting an error on `op` if it is not
 /// one.
 static func::FuncOp lookupCallee(Operation *op, FlatSymbolRefAttr callee,
@@ -382,8 +393,10 @@ CallOpaqueOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                            << ": expected "
                            << expectedParamText(operand.getType()) << ", got "
                            << fnType.getInput(index);
+  // A result must match exactly: nothing checks the sizes an opaque callee
+  // returns against a static result type.
   for (auto [index, result] : llvm::enumerate(getResults()))
-    if (!paramAccepts(fnType.getResult(index), result.getType()))
+    if (!resultMatches(fnType.getResult(index), result.getType()))
       return emitOpError() << "result #" << index << " of type "
                            << result.getType() << " does not match result #"
                            << index << " of callee " << getCalleeAttr()

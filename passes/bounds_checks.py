@@ -58,6 +58,11 @@ After::
       }
       %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 4] [1, 1] ...
 
+**Shapes.** A linalg op whose operand dimensions on one loop dimension are
+not all static gets a check that their sizes agree (``passes/_shape_checks.py``;
+site kind ``shape``, the runtime raises ``ValueError``), unless they are
+provably equal.
+
 No options. Statistics: ``checks`` (run-time checks inserted), ``proven``
 (dimensions proven in range at compile time).
 """
@@ -68,6 +73,7 @@ from mlir import ir
 
 from ._ir import collect_ops, has_body
 from ._runtime_sites import BOUNDS_ERROR, SiteTable, declare, emit_failure_branch
+from ._shape_checks import emit_shape_check, plan_shape_checks
 from .registry import PassContext, register_pass
 
 __all__ = ["bounds_checks", "CHECKED_OPS"]
@@ -356,6 +362,18 @@ def bounds_checks(op, ctx: PassContext) -> None:
                 _emit(target, check, sites)
                 ctx.statistic("checks")
                 inserted = True
+    # Linalg ops over dynamic sizes: operand dimensions on one loop agree
+    # (passes/_shape_checks.py).
+    for func in collect_ops(module, "func.func"):
+        if not has_body(func):
+            continue
+        for linalg_op in collect_ops(func, where=lambda o: o.name.startswith("linalg.")):
+            pairs = plan_shape_checks(linalg_op)
+            with ir.InsertionPoint(linalg_op), linalg_op.location:
+                for pair in pairs:
+                    emit_shape_check(linalg_op, pair, sites, BOUNDS_ERROR, emit_failure_branch)
+                    ctx.statistic("checks")
+                    inserted = True
     if inserted:
         declare(module, BOUNDS_ERROR)
         sites.store()

@@ -375,3 +375,49 @@ func.func @f(%n: index) -> tensor<?xf32> {
     with pytest.raises(tdf.TDFError, match=r"<input>:4:8: .*result #0 gets fresh storage of dynamic "
                                            r"shape 'tensor<\?xf32>', but no tensor operand has rank 1"):
         tdf.compile(bad)
+
+
+MISMATCH = f"""
+func.func private @vadd(%a: memref<?xf32>, %b: memref<?xf32>, %out: memref<?xf32>) {{
+  linalg.add ins(%a, %b : memref<?xf32>, memref<?xf32>) outs(%out : memref<?xf32>)
+  return
+}}
+func.func @add_into(%x: tensor<?xf32> {{tdf.donate}}, %y: tensor<?xf32>) -> tensor<?xf32> {{
+  %r = linalg.generic {{indexing_maps = [{ID1}, {ID1}], iterator_types = ["parallel"]}}
+      ins(%y : tensor<?xf32>) outs(%x : tensor<?xf32>) {{
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }} -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}}
+func.func @call_add(%x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {{
+  %r = tdf.call @vadd(%x, %y) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}}
+"""
+
+
+def test_mismatched_dynamic_sizes_of_one_loop_are_refused():
+    """Two dynamic operands of one element-wise op with different sizes at
+    run time: a ValueError before anything is read or written out of bounds
+    (without the check the loop ran over one size and read past the other)."""
+    prog = tdf.compile(MISMATCH)
+    x, y = np.ones(8, np.float32), np.arange(3, dtype=np.float32)
+    x0, y0 = x.copy(), y.copy()
+    with pytest.raises(ValueError, match=r"@add_into: linalg.generic at <input>:\d+:\d+: dimension 0 "
+                                         r"of operand #1 has size 8, but the loop over it has size 3 "
+                                         r"\(from operand #0\)"):
+        prog.add_into(x, y)
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(y, y0)
+    # Inside a kernel body on dynamic memrefs.
+    with pytest.raises(ValueError, match=r"@call_add: linalg.add at <input>:\d+:\d+ \(in @vadd\): "
+                                         r"dimension 0 of operand #1 has size 3, but the loop over it "
+                                         r"has size 8"):
+        prog.call_add(x, y)
+    # Equal sizes: the right answers.
+    np.testing.assert_array_equal(prog.call_add(x, x), 2 * x0)
+    r = prog.add_into(x, np.full(8, 2, np.float32))
+    assert r is x
+    np.testing.assert_array_equal(r, np.full(8, 3, np.float32))

@@ -385,3 +385,14 @@ func.func @kernel_reaching_a_cycle(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = tdf.call @leaf(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// An opaque callee's result must match the call's result exactly: nothing
+// checks the sizes it returns against a static result type.
+func.func private @opaque_dyn(memref<?xf32>) -> memref<?xf32>
+func.func @opaque_dynamic_result_static_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'tdf.call_opaque' op result #0 of type 'tensor<4xf32>' does not match result #0 of callee @opaque_dyn: expected memref<4xf32>, got 'memref<?xf32>'}}
+  %r = tdf.call_opaque @opaque_dyn(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -392,6 +392,15 @@ PyObject *NativeEntry::raiseFailure(const Failure &failure) const {
     PyErr_SetString(PyExc_MemoryError, message.c_str());
     return nullptr;
   }
+  if (site && site->kind == "shape") {
+    message += "dimension " + dim + " of operand #" + std::to_string(v[2]) +
+               " has size " + std::to_string(v[0]) +
+               ", but the loop over it has size " + std::to_string(v[1]) +
+               " (from operand #" + std::to_string(v[3]) +
+               "): dynamic sizes of one loop must agree";
+    PyErr_SetString(PyExc_ValueError, message.c_str());
+    return nullptr;
+  }
   if (site && site->kind == "index")
     message += "index " + std::to_string(v[0]) + " is out of bounds for dimension " +
                dim + " of size " + std::to_string(v[3]);

@@ -1,0 +1,150 @@
+"""Run-time shape checks of linalg ops with dynamic dimensions (part of
+``tdf-bounds-checks``).
+
+A linalg op iterates over one domain: every operand dimension indexed by
+loop dimension ``d_k`` alone must have the same size. The verifier checks
+this for static sizes; with ``?`` sizes (dynamic-shaped arguments, kernels
+on ``memref<?x...>``) a mismatch would read or write out of bounds, so each
+such pair gets a run-time check before the op::
+
+    %n0 = tensor.dim %x, %c0 : tensor<?xf32>
+    %n1 = tensor.dim %y, %c0 : tensor<?xf32>
+    %bad = arith.cmpi ne, %n1, %n0 : index
+    scf.if %bad { func.call @tdf_rt_bounds_error(%site, %n1, %n0, %c1, %c0) }
+
+(the values: the operand's size, the loop's size, the operand number and the
+operand number the loop's size comes from). The site's kind is ``shape``;
+the runtime raises ``ValueError`` naming the op, its location, the dimension
+and both sizes.
+
+Covered: ops with an ``indexing_maps`` attribute (``linalg.generic`` and any
+named op that carries one), the element-wise named ops (identity maps),
+``linalg.matmul``/``batch_matmul`` (their default maps) and
+``linalg.transpose``. A map result that is not a single loop dimension (e.g.
+``d0 + d1``) is not checked here (its accesses are not either). Tensor
+dimensions provably equal (:func:`tdf.passes._shapes.dim_key`: the same
+``tensor.empty`` size, a ``tensor.dim`` of the same value, ...) need no check."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from ._kernels import ELEMENTWISE_OPS
+from ._shapes import dim_key
+
+__all__ = ["plan_shape_checks", "emit_shape_check"]
+
+_MATMUL = {"linalg.matmul": [(0, 2), (2, 1), (0, 1)],
+           "linalg.batch_matmul": [(0, 1, 3), (0, 3, 2), (0, 1, 2)]}
+
+
+def _dim_position(expr):
+    """The position of a lone loop dimension ``d<k>``, else None."""
+    try:
+        return ir.AffineDimExpr(expr).position
+    except (ValueError, TypeError):
+        return None
+
+
+def _dims_of_maps(op):
+    """Per operand: a list (one entry per operand dimension) of the loop
+    dimension it is indexed by alone, or None; None for a scalar operand.
+    None overall when the op's maps are unknown."""
+    operands = list(op.operands)
+    if "indexing_maps" in op.attributes:
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        if len(maps) != len(operands):
+            return None
+        out = []
+        for value, amap in zip(operands, maps):
+            if not isinstance(value.type, ir.ShapedType):
+                out.append(None)
+                continue
+            dims = []
+            for expr in amap.results:
+                dims.append(_dim_position(expr))
+            out.append(dims)
+        return out
+    shaped = [isinstance(v.type, ir.ShapedType) for v in operands]
+    if op.name in _MATMUL and all(shaped) and len(operands) == 3:
+        return [list(m) for m in _MATMUL[op.name]]
+    if op.name == "linalg.transpose" and len(operands) == 2 and all(shaped):
+        perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        # output[i] = input[perm[i]]: loop dims are the output's.
+        inverse = [0] * len(perm)
+        for i, p in enumerate(perm):
+            inverse[p] = i
+        return [inverse, list(range(len(perm)))]
+    if op.name in ELEMENTWISE_OPS and op.name != "linalg.generic":
+        ranks = {ir.ShapedType(v.type).rank for v in operands if isinstance(v.type, ir.ShapedType)}
+        if len(ranks) != 1:
+            return None
+        rank = ranks.pop()
+        return [list(range(rank)) if s else None for s in shaped]
+    return None
+
+
+def plan_shape_checks(op) -> list[tuple]:
+    """``(operand, dim, ref_operand, ref_dim)`` pairs of ``op`` whose sizes
+    must agree and are not both static."""
+    if not op.name.startswith("linalg."):
+        return []
+    per_operand = _dims_of_maps(op)
+    if per_operand is None:
+        return []
+    dynamic = ir.ShapedType.get_dynamic_size()
+    first = {}
+    pairs = []
+    for index, dims in enumerate(per_operand):
+        if dims is None:
+            continue
+        shape = ir.ShapedType(op.operands[index].type)
+        if not shape.has_rank or shape.rank != len(dims):
+            return []
+        for d, loop in enumerate(dims):
+            if loop is None:
+                continue
+            if loop not in first:
+                first[loop] = (index, d)
+                continue
+            ref_index, ref_d = first[loop]
+            ref_size = ir.ShapedType(op.operands[ref_index].type).shape[ref_d]
+            if shape.shape[d] == dynamic or ref_size == dynamic:
+                a, b = op.operands[index], op.operands[ref_index]
+                if isinstance(a.type, ir.RankedTensorType) and isinstance(b.type, ir.RankedTensorType) \
+                        and dim_key(a, d) == dim_key(b, ref_d):
+                    continue  # provably equal (passes/_shapes.py)
+                pairs.append((index, d, ref_index, ref_d))
+    return pairs
+
+
+def _dim(value, d):
+    shaped = ir.ShapedType(value.type)
+    if shaped.shape[d] != ir.ShapedType.get_dynamic_size():
+        return None, shaped.shape[d]
+    index = ir.IndexType.get()
+    c = ir.Operation.create("arith.constant", results=[index],
+                            attributes={"value": ir.IntegerAttr.get(index, d)}).result
+    name = "tensor.dim" if isinstance(value.type, ir.RankedTensorType) else "memref.dim"
+    return ir.Operation.create(name, results=[index], operands=[value, c]).result, None
+
+
+def emit_shape_check(op, pair, sites, failure_name, emit_failure_branch) -> None:
+    """At the current insertion point (before ``op``): the check of one pair."""
+    index, d, ref_index, ref_d = pair
+    ivalue = ir.IndexType.get()
+    size, size_static = _dim(op.operands[index], d)
+    ref, ref_static = _dim(op.operands[ref_index], ref_d)
+
+    def value(v, static):
+        if v is not None:
+            return v
+        return ir.Operation.create("arith.constant", results=[ivalue],
+                                   attributes={"value": ir.IntegerAttr.get(ivalue, static)}).result
+
+    size, ref = value(size, size_static), value(ref, ref_static)
+    pred = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)  # ne
+    fail = ir.Operation.create("arith.cmpi", results=[ir.IntegerType.get_signless(1)],
+                               operands=[size, ref], attributes={"predicate": pred}).result
+    site = sites.add("shape", op, d)
+    emit_failure_branch(fail, failure_name, [site, size, ref, index, ref_index])
