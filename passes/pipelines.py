@@ -330,8 +330,10 @@ def widen_i1_memrefs(op, ctx: PassContext) -> None:
     explicit and before that conversion, retypes every ``memref<...xi1>``
     value (op results, block arguments, function signatures) to
     ``memref<...xi8>``, extends stored values (``arith.extui``) and truncates
-    loaded ones (``arith.trunci``). numpy's bool is one byte, so the layout is
-    what the runtime passes. Before::
+    loaded ones (``arith.trunci``). ``memref.global`` ops of ``i1`` are widened
+    with their initial values (``dense<[true, false]>`` → ``dense<[1, 0]>``),
+    so non-splat bool constants lower too. numpy's bool is one byte, so the
+    layout is what the runtime passes. Before::
 
         %m = memref.alloc() : memref<2xi1>
         memref.store %true, %m[%c0] : memref<2xi1>
@@ -349,6 +351,8 @@ def widen_i1_memrefs(op, ctx: PassContext) -> None:
     i8 = ir.IntegerType.get_signless(8)
     ops = collect_ops(op)
     for inner in ops:
+        if inner.name == "memref.global":
+            _widen_global(inner, ctx)
         if inner.name in ("func.func", "gpu.func"):
             ftype = function_type(inner)
             ins = [_widen(t) or t for t in ftype.inputs]
@@ -381,6 +385,34 @@ def widen_i1_memrefs(op, ctx: PassContext) -> None:
                 trunc = ir.Operation.create("arith.trunci", results=[i1], operands=[result])
             for owner, number in uses:
                 owner.operands[number] = trunc.result
+
+
+def _widen_global(glob, ctx: PassContext) -> None:
+    """``memref.global`` of ``memref<...xi1>`` → ``memref<...xi8>`` with its
+    initial value (splat or not) converted to 0/1 bytes, so that the
+    widened ``memref.get_global`` results still match their global."""
+    wide = _widen(ir.TypeAttr(glob.attributes["type"]).value)
+    if wide is None:
+        return
+    glob.attributes["type"] = ir.TypeAttr.get(wide)
+    ctx.statistic("widened")
+    if "initial_value" not in glob.attributes:
+        return
+    init = glob.attributes["initial_value"]
+    if not isinstance(init, ir.DenseElementsAttr):
+        return  # `uninitialized` (a unit attribute): nothing to convert
+    init = ir.DenseIntElementsAttr(init)
+    shape = list(wide.shape)
+    i8 = ir.IntegerType.get_signless(8)
+    tensor_type = ir.RankedTensorType.get(shape, i8)
+    if init.is_splat:
+        value = bool(ir.IntegerAttr(init.get_splat_value()).value)
+        attr = ir.DenseElementsAttr.get_splat(tensor_type, ir.IntegerAttr.get(i8, int(value)))
+    else:
+        import numpy as np
+        values = np.array(init).astype(np.int8).reshape(shape)
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=tensor_type)
+    glob.attributes["initial_value"] = attr
 
 
 def _has_identity_layout(t) -> bool:

@@ -241,24 +241,14 @@ class Translator:
         flat = array.reshape(-1)
         if flat.size == 0 or np.all(flat == flat[0]) or (is_float(aval.dtype) and np.all(np.isnan(flat))):
             first = self.const(flat[0] if flat.size else 0, ttype.element_type)
-            # Splats as scalars: no memref.global (i1 globals do not survive
-            # the i1 → i8 memref widening), and rank-0 constants fold into
-            # element-wise bodies.
+            # Splats as scalars: no memref.global, and rank-0 constants
+            # fold into element-wise bodies.
             if ttype.rank == 0:
                 return self.from_scalar(first)
             return self.fill(first, ttype.shape)
         else:
             if flat.size > 1 << 16:
                 raise self.unsupported(f"a constant of {flat.size} elements (pass it as an argument)")
-            if array.dtype == np.bool_:
-                # i1 globals do not survive the i1 → i8 memref widening:
-                # build an i8 constant and compare with zero.
-                from types import SimpleNamespace
-                i8 = self.constant(array.astype(np.int8), SimpleNamespace(shape=array.shape,
-                                                                          dtype=np.int8))
-                zero = self.const(0, ir.IntegerType.get_signless(8))
-                return self.elementwise(aval, [i8], lambda x: arith.CmpIOp(
-                    arith.CmpIPredicate.ne, x, zero).result)
             if array.dtype.name in ("bfloat16", "float16"):
                 array = array.view(np.uint16)
             attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=ttype)
