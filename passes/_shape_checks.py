@@ -17,6 +17,10 @@ operand number the loop's size comes from). The site's kind is ``shape``;
 the runtime raises ``ValueError`` naming the op, its location, the dimension
 and both sizes.
 
+A ``tensor.cast``/``memref.cast`` from a dynamic to a static size asserts the
+size: it is compared with the static size before the cast (site kind
+``cast``).
+
 Covered: ops with an ``indexing_maps`` attribute (``linalg.generic`` and any
 named op that carries one), the element-wise named ops (identity maps),
 ``linalg.matmul``/``batch_matmul`` (their default maps) and
@@ -32,7 +36,7 @@ from mlir import ir
 from ._kernels import ELEMENTWISE_OPS
 from ._shapes import dim_key
 
-__all__ = ["plan_shape_checks", "emit_shape_check"]
+__all__ = ["plan_shape_checks", "emit_shape_check", "plan_cast_checks", "emit_cast_check"]
 
 _MATMUL = {"linalg.matmul": [(0, 2), (2, 1), (0, 1)],
            "linalg.batch_matmul": [(0, 1, 3), (0, 3, 2), (0, 1, 2)]}
@@ -82,6 +86,37 @@ def _dims_of_maps(op):
         rank = ranks.pop()
         return [list(range(rank)) if s else None for s in shaped]
     return None
+
+
+def plan_cast_checks(op) -> list[int]:
+    """The dimensions a ``tensor.cast``/``memref.cast`` makes static from a
+    dynamic source size (the cast asserts the size; nothing else checks it)."""
+    if op.name not in ("tensor.cast", "memref.cast"):
+        return []
+    source, result = op.operands[0].type, op.results[0].type
+    if not (isinstance(source, ir.ShapedType) and isinstance(result, ir.ShapedType)):
+        return []
+    source, result = ir.ShapedType(source), ir.ShapedType(result)
+    if not (source.has_rank and result.has_rank) or source.rank != result.rank:
+        return []
+    dynamic = ir.ShapedType.get_dynamic_size()
+    return [d for d in range(source.rank)
+            if source.shape[d] == dynamic and result.shape[d] != dynamic]
+
+
+def emit_cast_check(op, d, sites, failure_name, emit_failure_branch) -> None:
+    """At the current insertion point (before cast ``op``): dimension ``d``
+    of the source has the static size of the result type."""
+    size, _ = _dim(op.operands[0], d)
+    index = ir.IndexType.get()
+    want = ir.ShapedType(op.results[0].type).shape[d]
+    static = ir.Operation.create("arith.constant", results=[index],
+                                 attributes={"value": ir.IntegerAttr.get(index, want)}).result
+    pred = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)  # ne
+    fail = ir.Operation.create("arith.cmpi", results=[ir.IntegerType.get_signless(1)],
+                               operands=[size, static], attributes={"predicate": pred}).result
+    site = sites.add("cast", op, d)
+    emit_failure_branch(fail, failure_name, [site, size, static, 0, 0])
 
 
 def plan_shape_checks(op) -> list[tuple]:

@@ -61,7 +61,8 @@ After::
 **Shapes.** A linalg op whose operand dimensions on one loop dimension are
 not all static gets a check that their sizes agree (``passes/_shape_checks.py``;
 site kind ``shape``, the runtime raises ``ValueError``), unless they are
-provably equal.
+provably equal; a ``tensor.cast``/``memref.cast`` from a dynamic to a static
+size checks that size (kind ``cast``).
 
 No options. Statistics: ``checks`` (run-time checks inserted), ``proven``
 (dimensions proven in range at compile time).
@@ -73,7 +74,7 @@ from mlir import ir
 
 from ._ir import collect_ops, has_body
 from ._runtime_sites import BOUNDS_ERROR, SiteTable, declare, emit_failure_branch
-from ._shape_checks import emit_shape_check, plan_shape_checks
+from ._shape_checks import emit_cast_check, emit_shape_check, plan_cast_checks, plan_shape_checks
 from .registry import PassContext, register_pass
 
 __all__ = ["bounds_checks", "CHECKED_OPS"]
@@ -372,6 +373,13 @@ def bounds_checks(op, ctx: PassContext) -> None:
             with ir.InsertionPoint(linalg_op), linalg_op.location:
                 for pair in pairs:
                     emit_shape_check(linalg_op, pair, sites, BOUNDS_ERROR, emit_failure_branch)
+                    ctx.statistic("checks")
+                    inserted = True
+        for cast in collect_ops(func, ("tensor.cast", "memref.cast")):
+            dims = plan_cast_checks(cast)
+            with ir.InsertionPoint(cast), cast.location:
+                for d in dims:
+                    emit_cast_check(cast, d, sites, BOUNDS_ERROR, emit_failure_branch)
                     ctx.statistic("checks")
                     inserted = True
     if inserted:

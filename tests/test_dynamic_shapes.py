@@ -421,3 +421,18 @@ def test_mismatched_dynamic_sizes_of_one_loop_are_refused():
     r = prog.add_into(x, np.full(8, 2, np.float32))
     assert r is x
     np.testing.assert_array_equal(r, np.full(8, 3, np.float32))
+
+
+def test_cast_to_a_static_size_is_checked():
+    prog = tdf.compile("""
+func.func @f(%y: tensor<?xf32>) -> tensor<4xf32> {
+  %c = tensor.cast %y : tensor<?xf32> to tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.add ins(%c, %c : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+""")
+    np.testing.assert_array_equal(prog.f(np.arange(4, dtype=np.float32)), [0, 2, 4, 6])
+    with pytest.raises(ValueError, match=r"@f: tensor.cast at <input>:3:8: dimension 0 has size 3, "
+                                         r"but the cast's result type needs 4"):
+        prog.f(np.arange(3, dtype=np.float32))

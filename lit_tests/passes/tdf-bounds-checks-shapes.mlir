@@ -92,3 +92,31 @@ func.func private @kernel(%row: memref<?xf32>, %m: memref<?x?xf32>, %out: memref
   }
   return
 }
+
+// -----
+
+// A cast from a dynamic to a static size asserts that size: checked before
+// the cast (site kind "cast"); a dimension that stays dynamic is not.
+// CHECK:       tdf.runtime_sites = ["cast{{.*}}dynamic_to_static_cast{{.*}}tensor.cast
+// CHECK-LABEL: func.func @dynamic_to_static_cast(
+// CHECK-SAME:    %[[Y:[^:]*]]: tensor<?x?xf32>
+// CHECK:         %[[N:.*]] = tensor.dim %[[Y]], %c0 : tensor<?x?xf32>
+// CHECK:         %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         %[[BAD:.*]] = arith.cmpi ne, %[[N]], %[[C4]] : index
+// CHECK:         scf.if %[[BAD]] {
+// CHECK:           func.call @tdf_rt_bounds_error(
+// CHECK-NOT:     scf.if
+// CHECK:         tensor.cast %[[Y]] : tensor<?x?xf32> to tensor<4x?xf32>
+func.func @dynamic_to_static_cast(%y: tensor<?x?xf32>) -> tensor<4x?xf32> {
+  %c = tensor.cast %y : tensor<?x?xf32> to tensor<4x?xf32>
+  return %c : tensor<4x?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @negative_static_to_dynamic_cast(
+// CHECK-NOT:     scf.if
+func.func @negative_static_to_dynamic_cast(%y: tensor<4xf32>) -> tensor<?xf32> {
+  %c = tensor.cast %y : tensor<4xf32> to tensor<?xf32>
+  return %c : tensor<?xf32>
+}

@@ -392,6 +392,12 @@ PyObject *NativeEntry::raiseFailure(const Failure &failure) const {
     PyErr_SetString(PyExc_MemoryError, message.c_str());
     return nullptr;
   }
+  if (site && site->kind == "cast") {
+    message += "dimension " + dim + " has size " + std::to_string(v[0]) +
+               ", but the cast's result type needs " + std::to_string(v[1]);
+    PyErr_SetString(PyExc_ValueError, message.c_str());
+    return nullptr;
+  }
   if (site && site->kind == "shape") {
     message += "dimension " + dim + " of operand #" + std::to_string(v[2]) +
                " has size " + std::to_string(v[0]) +
