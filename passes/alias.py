@@ -52,6 +52,8 @@ After ``test-tdf-alias``::
 
 from __future__ import annotations
 
+import heapq
+
 from mlir import ir
 
 from .liveness import function_bodies, is_tensor
@@ -92,13 +94,20 @@ def _arg_attrs(func) -> list[dict]:
 
 
 class _Class:
-    __slots__ = ("members", "escaped", "not_owned", "max_use")
+    __slots__ = ("members", "escaped", "not_owned", "max_use", "pending", "active", "floor")
 
     def __init__(self):
         self.members = {}  # value -> None (ordered; O(1) forget)
         self.escaped = False
         self.not_owned = None  # (witness value, reason) or None
         self.max_use = -1  # largest pre-order number of a use of a member
+        # For live_max: members with a use, as heaps. ``pending``:
+        # (definition position, node, last use), not yet defined at the
+        # queries so far; ``active``: (-last use, node), defined before the
+        # latest query; entries whose last use is <= ``floor`` were dropped.
+        self.pending = []
+        self.active = []
+        self.floor = -1
 
 
 class AliasAnalysis:
@@ -120,6 +129,7 @@ class AliasAnalysis:
         # new value at that address gets a node of its own instead of
         # silently joining the erased one's class.
         self._node: dict = {}
+        self._value_of: dict = {}  # node -> value, for the values not forgotten
         self._parent: list = []
         self._class: dict = {}  # root node -> _Class
         self.assumed: dict = {}  # assume_unaliased result -> source
@@ -131,6 +141,7 @@ class AliasAnalysis:
         if node is not None:
             return node
         node = self._node[value] = len(self._parent)
+        self._value_of[node] = value
         self._parent.append(node)
         cls = _Class()
         cls.members[value] = None
@@ -139,6 +150,8 @@ class AliasAnalysis:
                 pre = self.order.record(use.owner).pre
                 if pre > cls.max_use:
                     cls.max_use = pre
+            if cls.max_use >= 0:
+                cls.pending.append((self.order.def_pos(value), node, cls.max_use))
         if value is _BLACK_HOLE:
             cls.escaped = True
         self._class[node] = cls
@@ -168,6 +181,11 @@ class AliasAnalysis:
         ca.escaped = ca.escaped or cb.escaped
         ca.not_owned = ca.not_owned or cb.not_owned
         ca.max_use = max(ca.max_use, cb.max_use)
+        for item in cb.pending:
+            heapq.heappush(ca.pending, item)
+        for item in cb.active:
+            heapq.heappush(ca.active, item)
+        ca.floor = max(ca.floor, cb.floor)
         del self._class[rb]
 
     def forget(self, value) -> None:
@@ -179,7 +197,16 @@ class AliasAnalysis:
             return
         cls = self._class[self.find(value)]
         cls.members.pop(value, None)
-        del self._node[value]
+        del self._value_of[self._node.pop(value)]
+
+    def note_use(self, value, pre: int) -> None:
+        """``value`` got a new use at the op numbered ``pre`` (a rewrite set
+        an operand): the class bounds take it into account."""
+        node = self.find(value)
+        cls = self._class[node]
+        cls.max_use = max(cls.max_use, pre)
+        if self.order is not None:
+            heapq.heappush(cls.pending, (self.order.def_pos(value), self._node[value], pre))
 
     def _mark(self, value, reason: str) -> None:
         cls = self._class[self.find(value)]
@@ -211,6 +238,47 @@ class AliasAnalysis:
     def max_use(self, value) -> int:
         """Largest pre-order number of a use of any member of ``value``'s class."""
         return self._class[self.find(value)].max_use
+
+    def live_max(self, value, pre: int):
+        """An upper bound of the largest pre-order number of a use (recorded
+        when the member joined) of the members of ``value``'s class defined
+        before the op numbered ``pre`` (``Liveness.def_pos < 2 * pre``), -1
+        when none has a use; None when unknown (a query earlier than one
+        already answered for this class: the caller scans the members).
+        Amortized O(log n) per member over queries in program order, so a
+        pass checking each op in turn is not quadratic in the class size."""
+        cls = self._class[self.find(value)]
+        if pre < cls.floor:
+            return None
+        pending, active = cls.pending, cls.active
+        limit = 2 * pre
+        while pending and pending[0][0] < limit:
+            _, node, last = heapq.heappop(pending)
+            heapq.heappush(active, (-last, node))
+        while active and -active[0][0] <= pre:
+            heapq.heappop(active)
+            cls.floor = pre
+        return -active[0][0] if active else -1
+
+    def live_members(self, value, pre: int):
+        """The members (not forgotten) of ``value``'s class defined before the
+        op numbered ``pre`` whose recorded last use is after it, in no
+        particular order; None when unknown (see :meth:`live_max`). Costs
+        the number of such members (a walk of the heap pruned at ``pre``)."""
+        if self.live_max(value, pre) is None:
+            return None
+        active = self._class[self.find(value)].active
+        found, stack = [], [0] if active else []
+        while stack:
+            i = stack.pop()
+            neg, node = active[i]
+            if -neg <= pre:
+                continue
+            member = self._value_of.get(node)
+            if member is not None:
+                found.append(member)
+            stack.extend(k for k in (2 * i + 1, 2 * i + 2) if k < len(active))
+        return found
 
     def class_ids(self) -> dict:
         """Dense class numbers (first appearance order) for every value seen."""

@@ -291,16 +291,34 @@ class InplaceAnalysis:
         sources = []
         if value in alias.assumed:
             sources.append(alias.assumed[value])
-        fast = (record.loop is None and record.cfg_block is None
-                and alias.max_use(value) <= record.pre
-                and all(alias.max_use(s) <= record.pre for s in sources))
-        if fast:
-            return None
+        if record.loop is None and record.cfg_block is None:
+            # Without a loop or a CFG around ``op``, a use after it needs a
+            # member (defined before ``op``: later members hold newer
+            # contents) whose last use is after it. The class bounds
+            # (amortized O(log n) per member over queries in program order)
+            # replace a scan of the whole class for each candidate, which was
+            # quadratic over a chain turned in place; the scan below decides
+            # (and names the culprit) otherwise.
+            if (alias.max_use(value) <= record.pre
+                    and all(alias.max_use(s) <= record.pre for s in sources)):
+                return None
+            live = [alias.live_members(v, record.pre) for v in [value] + sources]
+            if all(members is not None for members in live):
+                # Only these members can have a use after ``op``: when none
+                # does (a use in the other branch of an scf.if), ``op`` is
+                # the last; otherwise the scan below names the culprit.
+                few = list({m: None for members in live for m in members if m != value})
+                if liveness.dead_after(value, op, few) is None:
+                    return None
         overwritten = self.overwritten_source(op, value)
         aliases = [m for m in alias.members(value)
                    if m != value and (overwritten is None or m != overwritten)]
+        listed = set(aliases)
         for source in sources:
-            aliases += [m for m in alias.members(source) if m not in aliases and m != value]
+            for m in alias.members(source):
+                if m not in listed and m != value:
+                    aliases.append(m)
+                    listed.add(m)
         live = liveness.dead_after(value, op, aliases)
         if live is None:
             return None
@@ -441,7 +459,9 @@ def _compute_into(plan, view, analysis=None):
     type). A call becomes ``tdf.call_inplace
     @variant(%in..., %view) inplace [n]``, created at the current insertion
     point; a linalg op takes ``view`` as its init (its ``tensor.empty`` is
-    erased when unused). Returns ``(old_op, new_op, result)``."""
+    erased when unused, after ``analysis``, when given, forgets it: the
+    Python handle of an erased op's value must never be touched again).
+    Returns ``(old_op, new_op, result)``."""
     kind, producer = plan
     if kind == "linalg":
         empty = producer.operands[len(producer.operands) - 1]
@@ -869,6 +889,7 @@ def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool)
         alias.union(new.results[0], view)
     if direct and chain:
         insert.operands[0] = new.results[0]
+        alias.note_use(new.results[0], liveness.pre(insert))
         for reshape in chain:  # chain[0] fed the insert, chain[-1] read the part
             analysis.forget_op(reshape)
             reshape.erase()
