@@ -184,34 +184,14 @@ def inline_kernels(op, ctx: PassContext) -> None:
 # Longest run of chained calls fused into one loop (see _chained).
 MAX_FUSED_CHAIN = 64
 
-_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
-_INSERTS = ("tensor.insert_slice", "tensor.concat", "tensor.parallel_insert_slice")
-
-
-def _feeds_insert(call) -> bool:
-    """Whether a result of ``call`` reaches a tensor.insert_slice/concat
-    (through reshapes)."""
-    work = list(call.results)
-    while work:
-        value = work.pop()
-        for use in value.uses:
-            owner = use.owner
-            if owner.name in _INSERTS:
-                return True
-            if owner.name in _RESHAPES:
-                work.extend(owner.results)
-    return False
-
-
 def _chained(calls: list) -> list:
     """The calls of ``calls`` that feed or are fed by another one: inlining
     pays where ``linalg-fuse-elementwise-ops`` can then fuse. A lone call
     stays a call (``tdf-insert-inplace`` handles it, e.g. computing a
-    concat part in its slice through a strided kernel variant). So does a
-    whole chain whose results reach a ``tensor.insert_slice``/``concat``:
-    ``tdf-insert-inplace`` computes ``tdf.call`` parts in their slice, and
-    several fused linalg parts into one destination are not yet handled
-    reliably there (see docs/Codegen.md)."""
+    concat part in its slice through a strided kernel variant). A chain
+    whose result reaches a ``tensor.insert_slice`` is fused too:
+    ``tdf-insert-inplace`` computes the fused element-wise part straight
+    into its slice of the destination."""
     index = {op_key(call): i for i, call in enumerate(calls)}
     parent = list(range(len(calls)))
 
@@ -230,8 +210,7 @@ def _chained(calls: list) -> list:
             if j is not None:
                 parent[find(i)] = find(j)
                 linked[i] = linked[j] = True
-    blocked = {find(i) for i, call in enumerate(calls) if _feeds_insert(call)}
-    member = [linked[i] and find(i) not in blocked for i in range(len(calls))]
+    member = list(linked)
     # Fusing a chain of k generics clones O(k) payloads per fusion step, O(k^2)
     # in all: every MAX_FUSED_CHAIN-th call of a chain stays a call, so that
     # compile time stays linear in the chain length (issue 11).

@@ -56,14 +56,14 @@ func.func @negative_lone_call(%x: tensor<8xf32>) -> tensor<8xf32> {
   return %s : tensor<8xf32>
 }
 
-// A chain whose result is inserted into a larger tensor stays calls (parts
-// of a concat are computed in their slice by tdf-insert-inplace).
-// CHECK-LABEL: func.func @negative_chain_into_insert_slice
-// CHECK-COUNT-2: tdf.call
-func.func @negative_chain_into_insert_slice(%x: tensor<8xf32>, %dest: tensor<2x8xf32>) -> tensor<2x8xf32> {
-  // expected-remark@+1 {{kept as a call: no inlinable kernel call produces its operand or uses its result}}
+// A chain whose result is inserted into a larger tensor is inlined like any
+// chain (tdf-insert-inplace computes the fused part in its slice).
+// CHECK-LABEL: func.func @chain_into_insert_slice
+// CHECK-NOT:   tdf.call
+// CHECK-COUNT-2: linalg.generic
+// CHECK:       tensor.insert_slice
+func.func @chain_into_insert_slice(%x: tensor<8xf32>, %dest: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %s = tdf.call @scale(%x) : (tensor<8xf32>) -> tensor<8xf32>
-  // expected-remark@+1 {{kept as a call: no inlinable kernel call produces its operand or uses its result}}
   %t = tdf.call @scale(%s) : (tensor<8xf32>) -> tensor<8xf32>
   %row = tensor.expand_shape %t [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
   %r = tensor.insert_slice %row into %dest[0, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<2x8xf32>
