@@ -10,8 +10,11 @@ All are ``linalg.generic`` ops with reduction iterators:
   when it is strictly better, or NaN while the current one is not: the first
   index wins ties and the first NaN wins, as in JAX;
 - ``dot_general`` orders its loops batch, lhs-free, contracting, rhs-free so
-  the innermost loop walks the rhs and the result contiguously; operands are
-  converted to ``preferred_element_type`` before multiplying;
+  the innermost loop walks the rhs and the result contiguously, or, for a
+  float rhs whose contracting dimensions are its innermost ones, batch,
+  lhs-free, rhs-free, contracting with a ``reassoc`` sum (a vectorized
+  reduction, no transpose); operands are converted to
+  ``preferred_element_type`` before multiplying;
 - cumulative ops sum a masked triangle (out[i] = op over k <= i).
 """
 
@@ -130,14 +133,24 @@ def _dot_general(tr, eqn, args):
     lt, rt = ir.RankedTensorType(lhs.type), ir.RankedTensorType(rhs.type)
     lfree = [i for i in range(lt.rank) if i not in lc and i not in lb]
     rfree = [i for i in range(rt.rank) if i not in rc and i not in rb]
-    # The innermost loop runs over the rhs free dimensions: lay the rhs out
-    # as [batch, contracting, free] (one transpose, the size of the rhs) so
-    # that loop walks contiguous memory and vectorizes (e.g. the attention
-    # scores q @ k_cache^T, whose rhs is [heads, seq, head_dim]).
+    # Loop order batch, lhs free, contracting, rhs free: the innermost loop
+    # walks the rhs and the result contiguously and vectorizes. A float rhs
+    # laid out [batch, free, contracting] (the attention scores
+    # q @ k_cache^T, whose rhs is [heads, seq, head_dim]; x @ w.T) instead
+    # reduces innermost over its contiguous contracting dimensions, with
+    # `reassoc` on the sum so LLVM vectorizes the reduction (partial sums,
+    # as XLA does): no transpose of the rhs. Any other rhs layout is
+    # transposed to [batch, contracting, free] first.
     perm = tuple(rb) + tuple(rc) + tuple(rfree)
-    if rfree and perm != tuple(range(rt.rank)):
-        from ._shape import _permute
-        rhs = _permute(tr, rhs, perm)
+    identity = tuple(range(rt.rank))
+    inner_reduce = (is_float(eqn.outvars[0].aval.dtype) and bool(rfree) and perm != identity
+                    and tuple(rb) + tuple(rfree) + tuple(rc) == identity)
+    if rfree and perm != identity and not inner_reduce:
+        # A named linalg.transpose, not a generic: elementwise fusion would
+        # fold a generic transpose back into the contraction, whose
+        # innermost loop would then gather the rhs with a stride.
+        init = tr.empty([rt.shape[p] for p in perm], rt.element_type)
+        rhs = linalg.transpose(rhs, outs=[init], permutation=list(perm)).results[0]
         rt = ir.RankedTensorType(rhs.type)
         nb_, nc_ = len(rb), len(rc)
         rb, rc = tuple(range(nb_)), tuple(range(nb_, nb_ + nc_))
@@ -151,6 +164,8 @@ def _dot_general(tr, eqn, args):
     # loop order: batch, lhs free, contracting, rhs free
     b_dims, l_dims = d[:nb], d[nb:nb + nl]
     c_dims, r_dims = d[nb + nl:nb + nl + nc], d[nb + nl + nc:]
+    if inner_reduce:
+        r_dims, c_dims = d[nb + nl:nb + nl + nr], d[nb + nl + nr:]
     lhs_map = []
     for i in range(lt.rank):
         if i in lb:
@@ -169,6 +184,8 @@ def _dot_general(tr, eqn, args):
             rhs_map.append(r_dims[rfree.index(i)])
     out_map = b_dims + l_dims + r_dims
     iters = ["parallel"] * (nb + nl) + ["reduction"] * nc + ["parallel"] * nr
+    if inner_reduce:
+        iters = ["parallel"] * (nb + nl + nr) + ["reduction"] * nc
     ldtype, rdtype = eqn.invars[0].aval.dtype, eqn.invars[1].aval.dtype
     init = linalg.fill(_identity(tr, "sum", out_dtype, etype),
                        outs=[tr.empty(tuple(aval.shape), etype)])
@@ -179,6 +196,9 @@ def _dot_general(tr, eqn, args):
         if is_bool(out_dtype):
             return [arith.OrIOp(acc, arith.AndIOp(a, b).result).result]
         if is_float(out_dtype):
+            if inner_reduce:
+                fm = ir.Attribute.parse("#arith.fastmath<reassoc,contract>")
+                return [arith.AddFOp(acc, arith.MulFOp(a, b, fastmath=fm).result, fastmath=fm).result]
             return [arith.AddFOp(acc, arith.MulFOp(a, b).result).result]
         return [arith.AddIOp(acc, arith.MulIOp(a, b).result).result]
 
