@@ -13,8 +13,10 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <limits>
@@ -25,14 +27,61 @@ using namespace mlir::tdf;
 
 namespace {
 
-/// Unit attribute on a kernel declaring that every output element depends
-/// only on the input elements at the same index (the kernel is element-wise on
-/// all same-shaped memref parameters).
+/// Unit attribute on a kernel promising that it behaves as one parallel loop
+/// whose iteration i reads only index i of each input and then writes only
+/// index i of each output.
 constexpr llvm::StringLiteral kElementwiseAttr = "tdf.elementwise";
 
 func::FuncOp lookupKernel(Operation *op) {
   auto callee = op->getAttrOfType<FlatSymbolRefAttr>("callee");
   return SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, callee);
+}
+
+/// Whether the body of `kernel` is visibly one element-wise loop over its
+/// parameters: a single block whose only op with memory effects (besides the
+/// return) is one linalg op with parallel iterators and identity indexing
+/// maps on every shaped operand, each operand a parameter of the kernel.
+/// A body kernel's `tdf.elementwise` attribute is only trusted when this
+/// holds: an attribute the body contradicts must not let One-Shot Bufferize
+/// skip a copy.
+bool bodyIsOneElementwiseLoop(func::FuncOp kernel) {
+  if (!kernel.getBody().hasOneBlock())
+    return false;
+  Block &entry = kernel.getBody().front();
+  linalg::LinalgOp loop;
+  for (Operation &nested : entry) {
+    if (isa<func::ReturnOp>(nested))
+      continue;
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(nested)) {
+      if (loop)
+        return false;
+      loop = linalgOp;
+      continue;
+    }
+    if (!isMemoryEffectFree(&nested) || nested.getNumRegions() != 0)
+      return false;
+  }
+  if (!loop || !loop.hasPureBufferSemantics() ||
+      loop.getNumLoops() != loop.getNumParallelLoops())
+    return false;
+  for (OpOperand &operand : loop->getOpOperands()) {
+    if (!isa<ShapedType>(operand.get().getType()))
+      continue;
+    auto param = dyn_cast<BlockArgument>(operand.get());
+    if (!param || param.getOwner() != &entry ||
+        !loop.getMatchingIndexingMap(&operand).isIdentity())
+      return false;
+  }
+  return true;
+}
+
+/// Whether One-Shot Bufferize may treat a call of `kernel` as element-wise
+/// access: the attribute is trusted on a declaration (nothing else can be
+/// known) and on a body kernel only when the body shows it.
+bool isElementwiseKernel(func::FuncOp kernel) {
+  if (!kernel || !kernel->hasAttr(kElementwiseAttr))
+    return false;
+  return kernel.isDeclaration() || bodyIsOneElementwiseLoop(kernel);
 }
 
 /// The memref type of kernel parameter or result `type` with an identity
@@ -502,8 +551,7 @@ struct CallInplaceOpModel
   }
   bool bufferizesToElementwiseAccess(Operation *op, const AnalysisState &,
                                      ArrayRef<OpOperand *>) const {
-    func::FuncOp kernel = lookupKernel(op);
-    return kernel && kernel->hasAttr(kElementwiseAttr);
+    return isElementwiseKernel(lookupKernel(op));
   }
   FailureOr<BufferLikeType>
   getBufferType(Operation *op, Value value, const BufferizationOptions &,

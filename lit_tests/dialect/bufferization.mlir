@@ -154,3 +154,36 @@ func.func @assume_unaliased_is_noop(%x: tensor<4xf32> {bufferization.writable = 
   %r = tdf.call_inplace @add_inplace(%u, %y) inplace [0] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// tdf.elementwise on a kernel with a body is trusted only when the body is
+// visibly one element-wise loop over the parameters. Here the second op reads
+// %b after the first wrote %a: with %a and %b sharing storage the result
+// differs, so the operand passed twice must be copied.
+func.func private @elementwise_attr_contradicted(%a: memref<8xf32>, %b: memref<8xf32>) attributes {tdf.elementwise} {
+  linalg.add ins(%a, %b : memref<8xf32>, memref<8xf32>) outs(%a : memref<8xf32>)
+  linalg.mul ins(%a, %b : memref<8xf32>, memref<8xf32>) outs(%a : memref<8xf32>)
+  return
+}
+
+// ANALYSIS-LABEL: func.func @negative_elementwise_attr_contradicted_by_body
+// ANALYSIS: tdf.call_inplace {{.*}} {__inplace_operands_attr__ = ["false", "true"]}
+func.func @negative_elementwise_attr_contradicted_by_body(%x: tensor<8xf32> {bufferization.writable = true}) -> tensor<8xf32> {
+  %r = tdf.call_inplace @elementwise_attr_contradicted(%x, %x) inplace [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func private @elementwise_attr_shown(%a: memref<8xf32>, %b: memref<8xf32>) attributes {tdf.elementwise} {
+  linalg.add ins(%a, %b : memref<8xf32>, memref<8xf32>) outs(%a : memref<8xf32>)
+  return
+}
+
+// ANALYSIS-LABEL: func.func @elementwise_attr_shown_by_body
+// ANALYSIS: tdf.call_inplace {{.*}} {__inplace_operands_attr__ = ["true", "true"]}
+func.func @elementwise_attr_shown_by_body(%x: tensor<8xf32> {bufferization.writable = true}) -> tensor<8xf32> {
+  %r = tdf.call_inplace @elementwise_attr_shown(%x, %x) inplace [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
