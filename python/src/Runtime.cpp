@@ -140,6 +140,8 @@ struct Param {
 
 struct Result {
   int returnedArg = -1;
+  bool scalar = false;   // a scalar result (index, integer, float, i1)
+  size_t byteOffset = 0; // a JIT result's offset in the result area
   TensorInfo info; // for JIT results: descWord is within the result struct
 };
 
@@ -171,20 +173,46 @@ public:
       throw nb::value_error("NativeEntry: null function address");
     if (!freeAddress)
       freeFn = &std::free;
-    // Frame layout (int64 words): [result struct][descriptors][storage
-    // slots][argument pointers].
-    size_t words = 0;
+    // Frame layout (int64 words): [result area][descriptors][storage
+    // slots][argument pointers]. The result area is the C interface's result
+    // struct (natural C layout: a descriptor is 8-aligned, a scalar aligned
+    // to its size; an i1 takes one byte), or, when the only JIT result is a
+    // scalar, the word the packed wrapper stores the returned value into.
+    size_t bytes = 0, jitResults = 0;
     for (const nb::tuple &r : results) {
       Result result;
       result.returnedArg = nb::cast<int>(r[0]);
+      if (r.size() > 3)
+        result.scalar = nb::cast<std::string>(r[3]) == "scalar";
       if (result.returnedArg < 0) {
-        fillInfo(result.info, r[1], r[2]);
-        result.info.descWord = words;
-        words += descriptorWords(result.info.shape.size());
+        ++jitResults;
+        if (result.scalar) {
+          result.info.dtype = nb::borrow(r[1]);
+          if (!PyArray_DescrCheck(r[1].ptr()))
+            throw nb::type_error("NativeEntry: expected a numpy dtype");
+          result.info.descr = reinterpret_cast<PyArray_Descr *>(r[1].ptr());
+          size_t size = (size_t)PyDataType_ELSIZE(result.info.descr);
+          if (size != 1 && size != 2 && size != 4 && size != 8)
+            throw nb::value_error("NativeEntry: unsupported scalar result size");
+          bytes = (bytes + size - 1) / size * size;
+          result.byteOffset = bytes;
+          bytes += size;
+        } else {
+          fillInfo(result.info, r[1], r[2]);
+          bytes = (bytes + 7) / 8 * 8;
+          result.byteOffset = bytes;
+          result.info.descWord = bytes / 8;
+          bytes += 8 * descriptorWords(result.info.shape.size());
+        }
       }
       this->results.push_back(std::move(result));
     }
+    size_t words = (bytes + 7) / 8;
     resultWords = words;
+    resultByValue = false;
+    for (const Result &result : this->results)
+      if (result.returnedArg < 0 && result.scalar && jitResults == 1)
+        resultByValue = true;
     for (const nb::tuple &p : params) {
       Param param;
       std::string kind = nb::cast<std::string>(p[0]);
@@ -286,6 +314,7 @@ private:
   std::vector<size_t> donated, tensors;
   std::vector<Site> sites;
   size_t resultWords = 0, storageWord = 0, pointerWord = 0, frameWords = 0;
+  bool resultByValue = false; // the single JIT result is a returned scalar
   std::vector<int64_t> frameTemplate;
   std::unique_ptr<int64_t[]> shared;
   std::mutex sharedLock;
@@ -437,6 +466,19 @@ PyObject *NativeEntry::collect(PyObject *const *arrays,
     if (result.returnedArg >= 0) {
       array = arrays[result.returnedArg];
       Py_INCREF(array);
+    } else if (result.scalar) {
+      // A numpy scalar of the result's dtype, read from the result area.
+      if (ok) {
+        const char *data = reinterpret_cast<const char *>(frame) + result.byteOffset;
+        alignas(8) char value[8] = {0};
+        size_t size = (size_t)PyDataType_ELSIZE(result.info.descr);
+        std::memcpy(value, data, size);
+        if (result.info.descr->type_num == NPY_BOOL)
+          value[0] = (value[0] & 1) != 0;
+        array = PyArray_Scalar(value, result.info.descr, nullptr);
+        if (!array)
+          ok = false;
+      }
     } else if (ok) {
       const int64_t *desc = frame + result.info.descWord;
       int64_t allocated = desc[0];
@@ -524,7 +566,7 @@ void NativeEntry::fillFrame(int64_t *frame, const int64_t *dataPointers,
   int64_t *storage = frame + storageWord;
   int64_t *slots = frame + pointerWord;
   size_t slot = 0;
-  if (resultWords) {
+  if (resultWords && !resultByValue) {
     storage[0] = reinterpret_cast<int64_t>(frame);
     slots[0] = reinterpret_cast<int64_t>(&storage[0]);
     slot = 1;
@@ -546,6 +588,10 @@ void NativeEntry::fillFrame(int64_t *frame, const int64_t *dataPointers,
     }
     slots[slot] = reinterpret_cast<int64_t>(&storage[slot]);
   }
+  // A returned scalar: the packed wrapper stores it through the pointer in
+  // the slot after the arguments.
+  if (resultByValue)
+    slots[slot] = reinterpret_cast<int64_t>(frame);
 }
 
 PyObject *NativeEntry::call(PyObject *self, PyObject *args) {

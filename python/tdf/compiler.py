@@ -244,32 +244,47 @@ def _is_entry(func) -> bool:
     return not any(isinstance(t, ir.MemRefType) for t in list(ftype.inputs) + list(ftype.results))
 
 
+# Scalar types an entry function takes or returns by value.
+SCALAR_TYPES = ("index", "i64", "i32", "i16", "i8", "i1", "f32", "f64")
+
+
+def _unsupported(where, type_) -> CompileError:
+    """The error for a parameter/result type the CPU call path cannot pass:
+    names the function, the argument/result and the type."""
+    return CompileError(f"{where}: unsupported type {type_} (an entry function's arguments and "
+                        f"results must be ranked tensors of {', '.join(DTYPES)}, or scalars "
+                        f"of type {', '.join(SCALAR_TYPES)})")
+
+
 def _tensor_spec(type_, where, donated=False) -> TensorSpec:
     if not isinstance(type_, ir.RankedTensorType):
-        raise CompileError(f"{where}: unsupported type {type_} (expected a ranked tensor, "
-                           f"an index, an integer or a float)")
+        raise _unsupported(where, type_)
     t = ir.RankedTensorType(type_)
     element = str(t.element_type)
     if element not in DTYPES:
-        raise CompileError(f"{where}: unsupported element type {element} "
+        raise CompileError(f"{where}: unsupported element type {element} in {type_} "
                            f"(supported: {', '.join(DTYPES)})")
     return TensorSpec(t.shape, DTYPES[element], str(type_), donated)
+
+
+def _value_spec(type_, where, donated=False):
+    """A :class:`TensorSpec` for a ranked tensor, a :class:`ScalarSpec` for a
+    scalar of :data:`SCALAR_TYPES`; ``CompileError`` naming ``where`` and
+    the type otherwise."""
+    if isinstance(type_, ir.RankedTensorType):
+        return _tensor_spec(type_, where, donated)
+    if str(type_) in SCALAR_TYPES:
+        return ScalarSpec(str(type_))
+    raise _unsupported(where, type_)
 
 
 def _signature(func):
     name = sym_name(func)
     ftype = function_type(func)
     dicts = arg_dicts(func)
-    params = []
-    for i, t in enumerate(ftype.inputs):
-        where = f"@{name} argument #{i}"
-        if isinstance(t, ir.RankedTensorType):
-            params.append(_tensor_spec(t, where, "tdf.donate" in dicts[i]))
-        elif str(t) in ("index", "i64", "i32", "i16", "i8", "i1", "f32", "f64"):
-            params.append(ScalarSpec(str(t)))
-        else:
-            raise CompileError(f"{where}: unsupported type {t}")
-    results = [_tensor_spec(t, f"@{name} result #{i}") for i, t in enumerate(ftype.results)]
+    params = [_value_spec(t, f"@{name} argument #{i}", "tdf.donate" in dicts[i])
+              for i, t in enumerate(ftype.inputs)]
+    results = [_value_spec(t, f"@{name} result #{i}") for i, t in enumerate(ftype.results)]
     return params, results
 
 

@@ -6,8 +6,9 @@ A compiled entry function ``@f`` is called through the packed wrapper of its C
 interface (``_mlir_ciface_f``, emitted because the compiler marks entry
 functions ``llvm.emit_c_interface``): every tensor argument is passed as a
 pointer to a ranked memref descriptor that points straight at the numpy
-array's data (no copy), scalars by value, and tensor results come back in a
-result struct of descriptors. :class:`EntryFunction` is a Python subclass of
+array's data (no copy), scalars by value, and results come back in a result
+struct of descriptors and scalars (a single scalar result by value). Scalar
+results are returned as numpy scalars of their dtype. :class:`EntryFunction` is a Python subclass of
 the native class: the call (checks, descriptors on the C stack, the call with
 the GIL released, result arrays) is C++; unusual arguments and every error
 message go through its Python methods. Calls are thread-safe (per-call state),
@@ -253,7 +254,9 @@ class TensorSpec:
 
 
 class ScalarSpec:
-    """A scalar parameter (index, integer or float) passed by value."""
+    """A scalar parameter or result (index, integer, i1 or float) passed by
+    value. A scalar result comes back as a numpy scalar of its dtype
+    (``np.int32``, ``np.float32``, ``np.bool_``; ``index`` is ``np.int64``)."""
 
     __slots__ = ("type_text", "ctype", "kind", "bits")
 
@@ -310,7 +313,8 @@ class EntryFunction(_tdf.NativeEntry):
     """A callable compiled entry function: ``fn(*arrays_and_scalars)``.
 
     ``params`` are :class:`TensorSpec`/:class:`ScalarSpec` per argument,
-    ``results`` the :class:`TensorSpec` of every original result and
+    ``results`` the :class:`TensorSpec`/:class:`ScalarSpec` of every
+    original result (a scalar result is returned as a numpy scalar) and
     ``returned_args[i]`` the donated argument that result ``i`` is (or -1):
     such results are not returned by the compiled code, the caller's array is
     returned instead. ``address`` is the address of the packed wrapper of the
@@ -354,7 +358,12 @@ class EntryFunction(_tdf.NativeEntry):
                 native_params.append(("tensor", spec.dtype, spec.shape, spec.donated))
             else:
                 native_params.append(("scalar", _SCALAR_CODES.get(spec.type_text, "x")))
-        native_results = [(int(a), r.dtype, r.shape) for r, a in zip(self.results, self.returned_args)]
+        native_results = []
+        for r, a in zip(self.results, self.returned_args):
+            if isinstance(r, ScalarSpec):
+                native_results.append((int(a), DTYPES[r.type_text], (), "scalar"))
+            else:
+                native_results.append((int(a), r.dtype, r.shape, "tensor"))
         super().__init__(name, self.address, native_params, native_results, free_address,
                          [tuple(site) for site in sites], shared_state)
         self._tensor_indices = [i for i, s in enumerate(self.params) if isinstance(s, TensorSpec)]
@@ -450,15 +459,20 @@ class EntryFunction(_tdf.NativeEntry):
         is the bare compiled call that benchmarks compare the call path with.
         Result buffers of such calls are leaked."""
         jit_results = [r for r, a in zip(self.results, self.returned_args) if a < 0]
+
+        def ctype(r):
+            return r.ctype if isinstance(r, ScalarSpec) else memref_descriptor_type(len(r.shape))
+
         slots, keep = [], []
+        by_value = len(jit_results) == 1 and isinstance(jit_results[0], ScalarSpec)
         if len(jit_results) == 1:
-            result = memref_descriptor_type(len(jit_results[0].shape))()
+            result = ctype(jit_results[0])()
         elif jit_results:
-            fields = [(f"r{i}", memref_descriptor_type(len(r.shape))) for i, r in enumerate(jit_results)]
+            fields = [(f"r{i}", ctype(r)) for i, r in enumerate(jit_results)]
             result = type("results", (ctypes.Structure,), {"_fields_": fields})()
         else:
             result = None
-        if result is not None:
+        if result is not None and not by_value:
             slots.append(ctypes.pointer(ctypes.pointer(result)))
         for spec, value in zip(self.params, args):
             if isinstance(spec, TensorSpec):
@@ -469,6 +483,10 @@ class EntryFunction(_tdf.NativeEntry):
                 slots.append(ctypes.pointer(ctypes.pointer(desc)))
             else:
                 slots.append(ctypes.pointer(spec.ctype(value)))
+        if by_value:
+            # A single scalar result is returned by value: the packed
+            # wrapper stores it through the slot after the arguments.
+            slots.append(ctypes.pointer(result))
         packed = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.cast(p, ctypes.c_void_p) for p in slots])
         packed._tdf_keep = (slots, result, args)
         return packed
