@@ -58,7 +58,7 @@ from .runtime import (DTYPES, AllocationCounter, AllocationStats, EntryFunction,
                       TensorSpec, register_runtime_symbols)
 
 __all__ = ["compile", "Program", "CompileError", "StrictModeError", "InplaceDecision",
-           "Copy", "Allocation", "AllocationStats"]
+           "FusedCall", "Copy", "Allocation", "AllocationStats"]
 
 TARGETS = ("cpu", "nvvm")
 # One-Shot Bufferize's own analysis (same options as the pipelines), which
@@ -123,6 +123,21 @@ class Allocation:
 
 
 @dataclass
+class FusedCall:
+    """A ``tdf.call`` that ``tdf-inline-kernels`` replaced by its kernel's
+    ``linalg.generic`` (a call chain fused into one loop): no call, no
+    intermediate buffer."""
+
+    function: str
+    kernel: str
+    location: str
+
+    def __str__(self):
+        return (f"@{self.function}: tdf.call @{self.kernel} at {self.location}: "
+                f"fused into one loop (inlined by tdf-inline-kernels)")
+
+
+@dataclass
 class Report:
     """What :meth:`Program.report` returns; ``str()`` formats it."""
 
@@ -133,6 +148,7 @@ class Report:
     allocations: list = field(default_factory=list)
     returned_args: dict = field(default_factory=dict)
     copy_before_write: bool = False
+    fused_calls: list = field(default_factory=list)
 
     def bytes_allocated(self, function: str | None = None) -> int:
         """Static bytes allocated per call (allocations in loops count once)."""
@@ -150,6 +166,9 @@ class Report:
                  f"{self.calls_made_inplace} call(s) rewritten to tdf.call_inplace)"]
         lines.append("in-place decisions:")
         lines += [f"  {d}" for d in self.decisions] or ["  (no writes)"]
+        if self.fused_calls:
+            lines.append("kernel calls fused:")
+            lines += [f"  {f}" for f in self.fused_calls]
         lines.append("copies that remain:")
         lines += [f"  {c}" for c in self.copies] or ["  none"]
         functions = sorted({a.function for a in self.allocations} | set(self.returned_args))
@@ -332,6 +351,35 @@ def _keep_calls_in_large_functions(module) -> None:
                 call.attributes["no_inline"] = ir.UnitAttr.get()
 
 
+# Ops that write their operand #1 (the destination), as One-Shot Bufferize's
+# bufferizesToMemoryWrite says.
+_WRITES_DEST = {"tensor.insert", "tensor.insert_slice", "tensor.parallel_insert_slice",
+                "vector.transfer_write", "bufferization.materialize_in_destination"}
+
+
+def _written_operands(op, count: int, access: dict) -> set:
+    """The operands ``op`` writes (One-Shot's ``bufferizesToMemoryWrite``):
+    only these are in-place decisions. Reads (``tensor.dim``,
+    ``tensor.extract``, ``vector.transfer_read``, linalg inputs, views,
+    ``tdf.call``, returns, loops) are not listed."""
+    name = op.name
+    if name == "tdf.call_inplace":
+        return {i for i in ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]) if i >= 0}
+    if name == "tdf.call_opaque" or name == "scf.forall":
+        # An opaque callee may write any operand; a forall writes its shared outputs.
+        return set(range(count))
+    if name in _WRITES_DEST:
+        return {1}
+    if name.startswith("linalg."):
+        # Destination-style: the inits (one per tensor result) are written.
+        return set(range(len(op.operands) - len(op.results), len(op.operands)))
+    if name == "func.call" and "callee" in op.attributes:
+        modes = access.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        if modes is not None:
+            return {i for i, mode in enumerate(modes) if "write" in mode}
+    return set()
+
+
 def _analyse(module, context, filename: str) -> tuple[list, list]:
     """Runs One-Shot Bufferize in analysis-only mode on a copy; returns the
     in-place decisions of every write and the copies forced on
@@ -339,27 +387,23 @@ def _analyse(module, context, filename: str) -> tuple[list, list]:
     copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), context=context)
     run_pipeline(copy, f"builtin.module({ANALYSIS})")
     decisions, forced = [], []
+    # Per function, the access One-Shot inferred for each argument
+    # ("read", "write", "read-write", "none"): what a func.call writes.
+    access = {}
+    for func in _functions(copy):
+        access[sym_name(func)] = [ir.StringAttr(d["bufferization.access"]).value
+                                  if "bufferization.access" in d else "read-write"
+                                  for d in arg_dicts(func)]
     for func in _functions(copy):
         if not has_body(func):
             continue
         fname = sym_name(func)
 
-        def visit(op, func=func, fname=fname):
+        def visit(op, func=func, fname=fname, access=access):
             if "__inplace_operands_attr__" not in op.attributes:
                 return
             flags = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["__inplace_operands_attr__"])]
-            written = set(range(len(flags)))
-            if op.name == "tdf.call_inplace":
-                written = {i for i in ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]) if i >= 0}
-            elif op.name in ("tdf.call", "func.return", "func.call") or op.name in _TENSOR_VIEWS:
-                written = set()
-            elif op.name in ("tensor.insert_slice", "tensor.insert"):
-                written = {1}
-            elif op.name.startswith("linalg."):
-                written = set(range(len(op.operands) - len(op.results), len(op.operands)))
-            elif op.name in ("scf.for", "scf.yield", "scf.if", "tensor.extract", "tensor.empty",
-                             "bufferization.materialize_in_destination", "tdf.call_opaque"):
-                written = set() if op.name != "tdf.call_opaque" else written
+            written = _written_operands(op, len(flags), access)
             for i in sorted(written):
                 if i >= len(flags) or flags[i] == "none":
                     continue
@@ -472,6 +516,34 @@ def _runtime_sites(module, filename: str) -> list[tuple]:
     return sites
 
 
+_CALL_ID = "tdf.report_call_id"
+
+
+def _tag_calls(module, filename: str) -> list:
+    """Numbers every ``tdf.call`` (a discardable attribute) and returns their
+    :class:`FusedCall` descriptions, by number."""
+    calls = []
+    for func in _functions(module):
+        if not has_body(func):
+            continue
+        for call in collect_ops(func, "tdf.call"):
+            call.attributes[_CALL_ID] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(calls))
+            calls.append(FusedCall(sym_name(func),
+                                   ir.FlatSymbolRefAttr(call.attributes["callee"]).value,
+                                   _location(call, filename)))
+    return calls
+
+
+def _fused_calls(module, calls: list) -> list:
+    """The tagged calls that are gone (``tdf-inline-kernels`` replaced them
+    by the kernel's linalg.generic); removes the tags from the others."""
+    kept = set()
+    for op in collect_ops(module.operation, None, lambda o: _CALL_ID in o.attributes):
+        kept.add(ir.IntegerAttr(op.attributes[_CALL_ID]).value)
+        del op.attributes[_CALL_ID]
+    return [call for i, call in enumerate(calls) if i not in kept]
+
+
 def _inplace_calls(module) -> int:
     count = [0]
 
@@ -577,8 +649,18 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         # that overflow int64 abort bufferization; tdf-insert-inplace).
         from .passes.pipelines import STRICT_CHECK, inplace_stage
         before = _inplace_calls(module)
-        run_pipeline(module, "builtin.module(" + ", ".join(inplace_stage(inplace, copy_before_write))
-                     + ")", filename=filename)
+        stage = inplace_stage(inplace, copy_before_write)
+        fused = []
+        if "tdf-inline-kernels" in stage:
+            # Run up to the kernel inlining, then name each tdf.call it
+            # replaced (the report lists them as fused).
+            cut = stage.index("tdf-inline-kernels") + 1
+            calls = _tag_calls(module, filename)
+            run_pipeline(module, "builtin.module(" + ", ".join(stage[:cut]) + ")", filename=filename)
+            fused = _fused_calls(module, calls)
+            stage = stage[cut:]
+        if stage:
+            run_pipeline(module, "builtin.module(" + ", ".join(stage) + ")", filename=filename)
         calls_inplace = _inplace_calls(module) - before
         decisions, forced = _analyse(module, context, filename)
         if copy_before_write:
@@ -643,7 +725,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             addresses = {name: engine.raw_lookup(f"_mlir_ciface_{name}") for name in entries}
 
     report = Report(inplace, calls_inplace, decisions, copies, allocations, returned,
-                    copy_before_write=copy_before_write)
+                    copy_before_write=copy_before_write, fused_calls=fused)
     functions = {}
     for name, (params, results) in entries.items():
         address = addresses[name]
