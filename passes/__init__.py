@@ -27,6 +27,7 @@ from . import donate  # noqa: F401
 from . import fuse_kernels  # noqa: F401
 from . import math_lowering  # noqa: F401
 from . import vectorize  # noqa: F401
+from . import split_blocks  # noqa: F401  (issue 11: linear convert-scf-to-cf)
 from . import pipelines  # noqa: F401
 from . import bounds_checks, alloc_checks  # noqa: F401  (issue 11: run-time checks)
 from . import lower_to_nvvm  # noqa: F401

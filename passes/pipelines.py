@@ -495,6 +495,7 @@ LOWER_TO_LLVM = [
     "lower-affine",
     "tdf-widen-i1-memrefs",
     "convert-vector-to-scf",
+    "tdf-split-scf-blocks",  # convert-scf-to-cf is quadratic in scf ops per block without it
     "convert-scf-to-cf",
     "expand-strided-metadata",
     "lower-affine",
