@@ -26,5 +26,13 @@ config.environment["PATH"] = os.pathsep.join(
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --dump-input=fail"
 config.environment["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
 config.substitutions.append(("%python", sys.executable))
+# One-Shot Bufferize configured as every tdf pipeline runs it: function
+# boundaries bufferized with identity layouts, loops may yield fresh buffers.
+# Use as `--one-shot-bufferize="%one_shot_options"` or, in a pipeline,
+# `one-shot-bufferize{%one_shot_options test-analysis-only}`.
+config.substitutions.append(
+    ("%one_shot_options",
+     "bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map "
+     "allow-return-allocs-from-loops"))
 if shutil.which("ptxas", path=config.environment["PATH"]):
     config.available_features.add("ptxas")

@@ -1,5 +1,5 @@
-// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --canonicalize | FileCheck %s
-// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="bufferize-function-boundaries test-analysis-only dump-alias-sets" | FileCheck %s --check-prefix=ANALYSIS
+// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="%one_shot_options" --canonicalize | FileCheck %s
+// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="%one_shot_options test-analysis-only dump-alias-sets" | FileCheck %s --check-prefix=ANALYSIS
 
 // Alias cuts of the tdf.call_inplace model (dialect/TDFBufferization.cpp):
 // on long in-place chains One-Shot's alias sets are split where the part

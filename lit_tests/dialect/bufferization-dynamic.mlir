@@ -1,4 +1,4 @@
-// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --canonicalize | FileCheck %s
+// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="%one_shot_options" --canonicalize | FileCheck %s
 
 // Kernel calls with dynamic shapes: a fresh result of dynamic shape is
 // allocated with the sizes of the shape operand (the first tensor operand of

@@ -1,5 +1,5 @@
-// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --canonicalize | FileCheck %s
-// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="bufferize-function-boundaries test-analysis-only" | FileCheck %s --check-prefix=ANALYSIS
+// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="%one_shot_options" --canonicalize | FileCheck %s
+// RUN: tdf-opt %s --split-input-file --one-shot-bufferize="%one_shot_options test-analysis-only" | FileCheck %s --check-prefix=ANALYSIS
 
 // Bufferization of each tdf op through its BufferizableOpInterface model.
 

@@ -1,5 +1,5 @@
 // RUN: tdf-opt %s --split-input-file --tdf-donate | FileCheck %s --check-prefix=ATTRS
-// RUN: tdf-opt %s --split-input-file --pass-pipeline="builtin.module(tdf-donate, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, canonicalize, cse)" | FileCheck %s --check-prefix=BUF
+// RUN: tdf-opt %s --split-input-file --pass-pipeline="builtin.module(tdf-donate, one-shot-bufferize{%one_shot_options}, canonicalize, cse)" | FileCheck %s --check-prefix=BUF
 // RUN: tdf-opt %s --tdf-donate --mlir-pass-statistics 2>&1 >/dev/null | FileCheck %s --check-prefix=STATS
 
 // A donated KV cache: the row update writes the argument's buffer directly.

@@ -1,6 +1,6 @@
 // RUN: tdf-opt %s --tdf-insert-inplace=remarks --verify-diagnostics | FileCheck %s
 // RUN: tdf-opt %s --tdf-insert-inplace --tdf-verify-inplace=strict | tdf-opt | FileCheck %s
-// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace, tdf-donate, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUF
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace, tdf-donate, one-shot-bufferize{%one_shot_options}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUF
 
 // tensor.concat of parts computed by tdf.call: each part is computed by a
 // strided-layout variant of its kernel straight into its slice of the final

@@ -1,5 +1,5 @@
 // RUN: tdf-opt %s --tdf-insert-inplace=remarks --verify-diagnostics | FileCheck %s
-// RUN: tdf-opt %s --tdf-insert-inplace --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --canonicalize | FileCheck %s --check-prefix=BUF
+// RUN: tdf-opt %s --tdf-insert-inplace --one-shot-bufferize="%one_shot_options" --canonicalize | FileCheck %s --check-prefix=BUF
 
 // The in-place rules with dynamic shapes. A fresh dynamic result of a
 // tdf.call takes its sizes from the shape operand (the first tensor operand of

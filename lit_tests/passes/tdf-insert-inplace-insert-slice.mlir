@@ -1,6 +1,6 @@
 // RUN: tdf-opt %s --tdf-insert-inplace=remarks --verify-diagnostics | FileCheck %s
 // RUN: tdf-opt %s --tdf-insert-inplace --tdf-verify-inplace=strict | tdf-opt | FileCheck %s
-// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace, tdf-donate, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map allow-return-allocs-from-loops}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUF
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace, tdf-donate, one-shot-bufferize{%one_shot_options}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUF
 
 // A freshly computed part inserted with tensor.insert_slice (through reshape
 // views) is computed straight into extract_slice %dest[...] when %dest is

@@ -1,7 +1,7 @@
 // RUN: tdf-opt %s --tdf-insert-inplace=remarks --verify-diagnostics | FileCheck %s --check-prefix=OFF
 // RUN: tdf-opt %s --tdf-insert-inplace="size-match remarks" | FileCheck %s --check-prefix=ON
-// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace{size-match}, tdf-donate, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUFON
-// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace, tdf-donate, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUFOFF
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace{size-match}, tdf-donate, one-shot-bufferize{%one_shot_options}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUFON
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace, tdf-donate, one-shot-bufferize{%one_shot_options}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUFOFF
 
 // size-match: a dead input whose type is not exactly the result's may hold
 // it when an identity-map read forces the sizes to agree: a dynamic-shaped

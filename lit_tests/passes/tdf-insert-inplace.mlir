@@ -1,6 +1,6 @@
 // RUN: tdf-opt %s --tdf-insert-inplace | FileCheck %s
 // RUN: tdf-opt %s --tdf-insert-inplace | tdf-opt | FileCheck %s
-// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace, tdf-donate, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUF
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-insert-inplace, tdf-donate, one-shot-bufferize{%one_shot_options}, canonicalize, cse, canonicalize)" | FileCheck %s --check-prefix=BUF
 
 // Kernels with element-wise bodies: the pass proves them element-wise and
 // generates the in-place variants.

@@ -1,5 +1,5 @@
 // RUN: tdf-opt %s --tdf-verify-inplace --verify-diagnostics | FileCheck %s
-// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-donate, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map})" | FileCheck %s --check-prefix=BUF
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-donate, one-shot-bufferize{%one_shot_options})" | FileCheck %s --check-prefix=BUF
 
 // Warnings where One-Shot Bufferize will copy the in-place operand (X0); the
 // IR is unchanged. The BUF lines show the copies the warnings announce.
