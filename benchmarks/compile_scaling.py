@@ -1,5 +1,5 @@
 """Whole-compile scaling: ``tdf.compile`` and ``tdf-opt --tdf-lower-to-cpu``
-against function size (issue 11).
+against function size.
 
 ``benchmarks/run.py``'s ``compile_scaling`` times the Python analyses alone;
 this script times everything a user waits for, from text to callable:

@@ -6,7 +6,7 @@ programs are written the way a user writes them: pure dataflow (``tdf.call``,
 ``{tdf.donate}``. Whether they then run in place is decided by the compiler
 (``tdf.compile(..., inplace=True/False)``), never by the program text.
 
-Kernels follow the destination-passing convention of DESIGN.md: a
+Kernels follow tdf's destination-passing convention: a
 ``func.func`` on memrefs with parameters ``(inputs..., outputs...)`` and no
 results; element-wise kernels carry the unit attribute ``tdf.elementwise``.
 
@@ -17,7 +17,7 @@ Workloads:
 * :func:`kv_loop` -- ``steps`` decode steps inside one compiled ``scf.for``.
 * :func:`ew_chain` -- a chain of ``n`` element-wise kernel calls on a large
   1-D tensor (alternating ``x*1.0001`` and ``x+0.5``).
-* :func:`log_concat` -- the seed's log-concat: ``parts`` computed parts
+* :func:`log_concat` -- a log-concat: ``parts`` computed parts
   (``log`` of each input) written into one ``[parts, n]`` result.
 * :func:`embed_update` -- add ``k`` update rows into a donated embedding
   table ``[vocab, dim]`` at given row indices.
@@ -154,7 +154,7 @@ func.func @chain(%x: {t}{" {tdf.donate}" if donate else ""}) -> {t} {{
 
 
 def log_concat(parts: int, n: int) -> str:
-    """The seed's log-concat: ``result[i, :] = log(y_i)`` for ``parts`` inputs.
+    """A log-concat: ``result[i, :] = log(y_i)`` for ``parts`` inputs.
 
     Written functionally: ``z_i = tdf.call @log(y_i)`` then each ``z_i`` is
     inserted into a ``tensor.empty`` of shape ``[parts, n]``. Signature:

@@ -346,7 +346,7 @@ def bench_ew_chain(cfg, backend, sizes):
 
 
 def bench_log_concat(cfg, backend, sizes):
-    """The seed's log-concat of ``parts`` computed parts of length ``n``."""
+    """A log-concat of ``parts`` computed parts of length ``n``."""
     jax = _jax()
     import jax.numpy as jnp
     rows = []

@@ -87,9 +87,9 @@ def TDF_CallInplaceOp : TDF_Op<"call_inplace", [
 
     The op keeps value semantics: the operands keep their old values. When
     One-Shot Bufferize finds an in-place operand still live after the call it
-    copies the operand first and the kernel writes the copy (the seed's X0);
+    copies the operand first and the kernel writes the copy;
     `tdf-verify-inplace{strict}` and `tdf.compile(strict=True)` turn such a
-    copy into an error (X1).
+    copy into an error.
 
     Bufferizes to `func.call @callee(operand buffers..., fresh allocations...)`;
     result `i` is the buffer of operand `inplace[i]`.
@@ -134,7 +134,7 @@ def TDF_CallOpaqueOp : TDF_Op<"call_opaque", [
   let description = [{
     Calls `callee` (a `func.func` taking memrefs for tensor operands and
     returning memrefs for tensor results) with unknown side effects and
-    unknown aliasing: the seed's packed call, a "black hole" for the
+    unknown aliasing: a packed call into a runtime, a "black hole" for the
     analyses. Every tensor operand escapes (the callee may keep it and may
     write it), and every result may alias any value that ever escaped.
     Nothing that reached an opaque call is ever overwritten in place.

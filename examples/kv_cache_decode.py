@@ -7,7 +7,7 @@ a naive execution copies both whole caches per token; with the caches
 copies, and hands the caller's numpy arrays back.
 
 This script compiles three tdf programs — one decode step per call, a whole
-decode loop in one compiled ``scf.for``, and the seed's fused-log concat in
+decode loop in one compiled ``scf.for``, and a fused log-concat in
 place — then prints what was made in place, the bytes not copied, the time per
 step against JAX (``jax.jit`` with and without ``donate_argnums``) and whether
 every result matches JAX.
@@ -55,7 +55,7 @@ func.func @decode(%k: {CACHE} {{tdf.donate}}, %v: {CACHE} {{tdf.donate}},
 }}
 """
 
-# The seed's fused-log concat: each part's log is computed straight into its
+# A fused log-concat: each part's log is computed straight into its
 # slice of the concatenated buffer.
 PART = "tensor<1x4096xf32>"
 WHOLE = "tensor<3x4096xf32>"
