@@ -1,108 +1,37 @@
-"""tdf's pipelines: ``tdf-bufferize`` and ``tdf-lower-to-cpu``, plus the two
-small helper passes they need around upstream bufferization and deallocation.
+"""tdf's pipelines: ``tdf-bufferize``, ``tdf-lower-to-cpu`` and
+``tdf-lower-to-nvvm``, each a named expansion to a pass list that any
+textual pipeline (``tdf-opt``, :func:`tdf.run_pipeline`) can name.
 
-Pipelines (nameable in any textual pipeline, ``tdf-opt`` and Python):
-
-``tdf-bufferize``
-    ``tdf-donate`` → One-Shot Bufferize (function boundaries, identity-layout
-    function signatures) → ``tdf-drop-donated-results`` → ownership-based
-    deallocation with ``tdf-unown-opaque-results`` between the deallocation
-    and its lowering. No leaks; the only copies left are the ones the safety
-    rules force (a non-donated argument that is updated, an in-place operand
-    that is still read later, an opaque call result, see below).
-
-    Options: ``dealloc`` (bool, default true): insert deallocations;
-    ``copy-before-write`` (bool, default false): the functional baseline --
-    One-Shot Bufferize skips its analysis and copies before **every** write
-    (nothing runs in place, donation buys nothing). Only for measuring what
-    in place saves. Before (a donated row update)::
-
-        %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 4] [1, 1]
-            : tensor<1x4xf32> into tensor<8x4xf32>
-
-    After, with ``copy-before-write``::
-
-        %alloc = memref.alloc() {alignment = 64 : i64} : memref<8x4xf32>
-        memref.copy %cache, %alloc : memref<8x4xf32> to memref<8x4xf32>
-        %slot = memref.subview %alloc[%pos, 0] [1, 4] [1, 1] : ...
-        memref.copy %row, %slot : ...
-
-``tdf-lower-to-cpu``
-    [``tdf-insert-inplace``] → [``tdf-verify-inplace{strict}``] →
-    ``tdf-bufferize`` → linalg to loops → affine/scf/cf/vector/memref/arith/
-    math/index/func → LLVM → ``reconcile-unrealized-casts``. The result is an
-    LLVM-dialect module for ``mlir.execution_engine.ExecutionEngine``.
-
-    Options: ``inplace`` (bool, default true): run ``tdf-insert-inplace``
-    first; ``strict`` (bool, default false): run
-    ``tdf-verify-inplace{strict=true}`` before bufferizing;
-    ``copy-before-write`` (bool, default false): the functional baseline,
-    ``tdf-bufferize{copy-before-write=true}`` and no ``tdf-insert-inplace``
-    (``inplace`` is ignored); ``count-allocations`` (bool, default false):
-    lower ``memref.alloc``/``dealloc`` to the generic
-    ``_mlir_memref_to_llvm_alloc``/``_aligned_alloc``/``_free`` functions
-    (``finalize-memref-to-llvm{use-generic-functions use-aligned-alloc}``), which the runtime
-    defines with counting allocators (``tdf.compile(count_allocations=True)``).
-
-Helper passes:
-
-``tdf-drop-donated-results``
-    A public function's result that is (after bufferization) exactly one of
-    its donated arguments is dropped from the signature, so that the caller
-    keeps using its own (updated in place) buffer and deallocation does not
-    clone it. The attribute ``tdf.returned_args`` records, per original
-    result, the argument it was (or -1). Functions called inside the module
-    are left alone. Before::
-
-        func.func @step(%cache: memref<8x4xf32> {tdf.donate}, %row: memref<1x4xf32>)
-            -> memref<8x4xf32> {
-          ...
-          return %cache : memref<8x4xf32>
-        }
-
-    After::
-
-        func.func @step(%cache: memref<8x4xf32> {tdf.donate}, %row: memref<1x4xf32>)
-            attributes {tdf.returned_args = array<i64: 0>} {
-          ...
-          return
-        }
-
-``tdf-unown-opaque-results``
-    Ownership-based deallocation assumes the caller owns every memref a call
-    returns, but an opaque callee (a declaration returning memrefs, what
-    ``tdf.call_opaque`` bufferizes to) may return a buffer it keeps or one
-    that aliases an argument. Option ``phase=snapshot`` (run before the
-    deallocation pass) copies each opaque result into a fresh buffer right
-    after the call and redirects every use to the copy; option
-    ``phase=unown`` (run after it) sets the deallocation condition of the
-    opaque result itself to false, so tdf never frees or writes the callee's
-    buffer. Before (``phase=snapshot``)::
-
-        %r = call @opaque(%a) : (memref<4xf32>) -> memref<4xf32>
-        "use"(%r)
-
-    After::
-
-        %r = call @opaque(%a) : (memref<4xf32>) -> memref<4xf32>
-        %owned = memref.alloc() : memref<4xf32>
-        memref.copy %r, %owned : memref<4xf32> to memref<4xf32>
-        "use"(%owned)
+The pass lists are assembled here once. ``tdf.compile`` runs the CPU
+pipeline's stages one at a time (:func:`cpu_stages`, :func:`inplace_stage`,
+:data:`STRICT_CHECK`, :func:`lower_to_llvm`) so that it can report what each
+decided; ``tdf.gpu.compile_nvvm`` does the same with :func:`stage_pipelines`.
+The shared pieces: the One-Shot Bufferize configuration (:func:`one_shot`),
+the kernel fusion stage (:data:`FUSE_KERNELS`) and the math lowering
+(:data:`APPROXIMATE_MATH`, :data:`MATH_TO_LLVM`).
 """
 
 from __future__ import annotations
 
-from mlir import ir
+import re
 
-from ._ir import arg_dicts, collect_ops, function_type, has_body, is_public, sym_name
-from .fuse_kernels import FUSE_KERNELS
-from .math_lowering import APPROXIMATE_MATH, MATH_TO_LLVM
-from .registry import PassContext, PassOption, register_pass, register_pipeline
+from .registry import PassOption, register_pipeline
 
-# The One-Shot Bufferize configuration of every tdf pipeline (CPU, GPU and
-# the compile-time analysis): function boundaries bufferized with identity
-# layouts (numpy arrays are contiguous), and loops may yield fresh buffers (a
-# loop body computing a new tensor from its iter_arg needs one each step).
+__all__ = [
+    "ONE_SHOT_OPTIONS", "ONE_SHOT", "one_shot",
+    "FUSE_KERNELS", "LIBM_OPS", "APPROXIMATED_OPS", "APPROXIMATE_MATH", "MATH_TO_LLVM",
+    "LOWER_TO_LLVM", "lower_to_llvm", "STRICT_CHECK", "inplace_stage",
+    "CPU_OPTIONS", "cpu_stages",
+    "PTX_VERSION", "FORMATS", "STAGES", "NVVM_OPTIONS", "ptx_feature", "validate_options",
+    "stage_pipelines",
+]
+
+# ----------------------------------------------------------- shared pieces
+
+#: The One-Shot Bufferize configuration of every tdf pipeline (CPU, GPU and
+#: the compile-time analysis): function boundaries bufferized with identity
+#: layouts (numpy arrays are contiguous), and loops may yield fresh buffers (a
+#: loop body computing a new tensor from its iter_arg needs one each step).
 ONE_SHOT_OPTIONS = ("bufferize-function-boundaries "
                     "function-boundary-type-conversion=identity-layout-map "
                     "allow-return-allocs-from-loops")
@@ -116,347 +45,53 @@ def one_shot(*extra: str) -> str:
 
 ONE_SHOT = one_shot()
 ONE_SHOT_COPY_BEFORE_WRITE = one_shot("copy-before-write")
-RETURNED_ARGS_ATTR = "tdf.returned_args"
 
-_VIEW_LIKE = {
-    "memref.cast", "memref.subview", "memref.reinterpret_cast",
-    "memref.expand_shape", "memref.collapse_shape", "memref.view",
-    "memref.transpose", "memref.extract_strided_metadata",
-}
+#: The fusion stage of the CPU pipeline (before tdf-insert-inplace): chains of
+#: kernel calls inlined as linalg ops, then fused into one loop. No cse here:
+#: it would merge the tensor.empty inits, and One-Shot Bufferize then copies
+#: where each op could have had its own buffer.
+FUSE_KERNELS = ["tdf-inline-kernels", "linalg-fuse-elementwise-ops"]
 
+#: Math ops lowered to libm calls (by ``tdf-convert-math-to-libm``).
+LIBM_OPS = ("acosh", "asinh", "atanh", "cbrt", "erf", "erfc", "expm1", "log1p")
 
-# ----------------------------------------------------------------- helpers
+#: f32 ops that ``tdf-math-approximation`` turns into upstream's polynomials
+#: by default: the ones whose measured error stays within 4 ulp on the whole
+#: f32 range, edge values included (docs/Codegen.md has the table). ``log``,
+#: ``log2`` and ``exp`` qualify only after ``tdf-rescale-subnormal-math``. Not
+#: here: ``sin``/``cos`` (inf for |x| >= ~1e30: no full range reduction),
+#: ``atan`` (~40 ulp), ``atan2`` (wrong sign for -0), ``cbrt`` (NaN for inf),
+#: ``erfc`` (0 instead of subnormal results).
+APPROXIMATED_OPS = ("acos", "asin", "erf", "exp", "expm1", "log", "log1p", "log2", "tanh")
 
+#: Math ops to vectorizable polynomials (f32), before loops are lowered.
+APPROXIMATE_MATH = [
+    "tdf-rescale-subnormal-math",
+    "tdf-math-approximation{ops=" + ",".join(APPROXIMATED_OPS) + "}",
+]
 
-def _called_symbols(op) -> set:
-    calls = collect_ops(op, ("func.call", "tdf.call", "tdf.call_inplace", "tdf.call_opaque"))
-    return {ir.FlatSymbolRefAttr(call.attributes["callee"]).value for call in calls}
+#: The math part of the LLVM lowering, in order. Upstream has no single pass
+#: that lowers the whole math dialect for a JIT (``convert-math-to-libm`` marks
+#: the whole dialect illegal and lowers ``math.rsqrt`` to ``rsqrtf``, which
+#: libm does not define; ``convert-math-to-llvm`` leaves ``acosh``, ``erf``,
+#: ``ipowi``, ``isinf``, ``clampf``, ... alone):
+#:
+#: 1. ``tdf-expand-math``: ``math.isinf``/``isnormal`` to ``absf`` + ``cmpf``;
+#: 2. ``math-expand-ops{ops=clampf}``: ``clampf`` to ``minimumf``/``maximumf``;
+#: 3. ``convert-math-to-funcs``: ``ipowi`` (and ``fpowi`` with a non-i32/i64
+#:    exponent) to outlined software loops;
+#: 4. ``tdf-convert-math-to-libm``: :data:`LIBM_OPS` to libm calls;
+#: 5. ``convert-math-to-llvm``: everything with an LLVM intrinsic, ``rsqrt``
+#:    as ``1 / sqrt`` (correctly rounded square root and division, <= 1 ulp).
+MATH_TO_LLVM = [
+    "tdf-expand-math",
+    "math-expand-ops{ops=clampf}",
+    "convert-math-to-funcs",
+    "tdf-convert-math-to-libm{ops=" + ",".join(LIBM_OPS) + "}",
+    "convert-math-to-llvm",
+]
 
-
-def _strip_casts(value):
-    while not isinstance(value.owner, ir.Block) and value.owner.operation.name == "memref.cast":
-        value = value.owner.operands[0]
-    return value
-
-
-def _root(value):
-    """The value a memref view chain starts from."""
-    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in _VIEW_LIKE:
-        value = value.owner.operands[0]
-    return value
-
-
-def opaque_callees(module_op) -> set:
-    """Names of declarations (no body) that return memrefs: what
-    ``tdf.call_opaque`` bufferizes to."""
-    names = set()
-    for func in collect_ops(module_op, "func.func"):
-        if has_body(func):
-            continue
-        ftype = function_type(func)
-        if any(isinstance(t, ir.MemRefType) for t in ftype.results):
-            names.add(sym_name(func))
-    return names
-
-
-def _opaque_calls(op):
-    names = opaque_callees(op)
-    return collect_ops(op, "func.call",
-                       lambda call: ir.FlatSymbolRefAttr(call.attributes["callee"]).value in names)
-
-
-# ------------------------------------------------------------ helper passes
-
-
-@register_pass(
-    "tdf-drop-donated-results",
-    "Drop public-function results that are a donated argument (updated in place) "
-    "and record them in tdf.returned_args",
-    statistics=[("dropped", "Results dropped because they are a donated argument")],
-)
-def drop_donated_results(op, ctx: PassContext) -> None:
-    """See the module docstring: runs after One-Shot Bufferize, before
-    deallocation; only public functions with a body that nothing in the
-    module calls."""
-    called = _called_symbols(op)
-    for func in collect_ops(op, "func.func"):
-        if has_body(func) and is_public(func) and sym_name(func) not in called:
-            _drop_donated_results(func, ctx)
-        _strip_donate(func)
-
-
-def _strip_donate(func) -> None:
-    """``tdf.donate`` is consumed: the LLVM lowering must not see it."""
-    if "arg_attrs" not in func.attributes:
-        return
-    dicts = arg_dicts(func)
-    if not any("tdf.donate" in d for d in dicts):
-        return
-    for d in dicts:
-        d.pop("tdf.donate", None)
-    func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])
-
-
-def _drop_donated_results(func, ctx: PassContext) -> None:
-    """Drops the results of ``func`` that are one of its donated arguments."""
-    ftype = function_type(func)
-    if not any(isinstance(t, ir.MemRefType) for t in ftype.results):
-        return
-    block = func.regions[0].blocks[0]
-    dicts = arg_dicts(func)
-    returns = collect_ops(func, "func.return")
-    if len(returns) != 1:
-        return  # several exits (unstructured control flow): leave alone
-    ret = returns[0]
-    mapping = []
-    for value in ret.operands:
-        source = _strip_casts(value)
-        index = -1
-        if isinstance(source.owner, ir.Block) and source.owner == block:
-            arg_index = ir.BlockArgument(source).arg_number
-            if "tdf.donate" in dicts[arg_index] and source.type == value.type:
-                index = arg_index
-        mapping.append(index)
-    if all(i < 0 for i in mapping):
-        return
-    kept = [v for v, i in zip(ret.operands, mapping) if i < 0]
-    with ir.InsertionPoint(ret), ret.location:
-        ir.Operation.create("func.return", operands=kept)
-    ret.erase()
-    new_results = [t for t, i in zip(ftype.results, mapping) if i < 0]
-    func.attributes["function_type"] = ir.TypeAttr.get(
-        ir.FunctionType.get(list(ftype.inputs), new_results))
-    if "res_attrs" in func.attributes:
-        res = [a for a, i in zip(ir.ArrayAttr(func.attributes["res_attrs"]), mapping) if i < 0]
-        if res:
-            func.attributes["res_attrs"] = ir.ArrayAttr.get(res)
-        else:
-            del func.attributes["res_attrs"]
-    func.attributes[RETURNED_ARGS_ATTR] = ir.DenseI64ArrayAttr.get(mapping)
-    ctx.statistic("dropped", sum(1 for i in mapping if i >= 0))
-
-
-def _snapshot_opaque_results(op, ctx: PassContext) -> None:
-    for call in _opaque_calls(op):
-        for result in call.results:
-            if not isinstance(result.type, ir.MemRefType):
-                continue
-            uses = [(u.owner, u.operand_number) for u in result.uses]
-            mtype = ir.MemRefType(result.type)
-            owned_type = ir.MemRefType.get(mtype.shape, mtype.element_type,
-                                           memory_space=mtype.memory_space)
-            with ir.InsertionPoint.after(call), call.location:
-                index = ir.IndexType.get()
-                dynamic = []
-                for dim, size in enumerate(mtype.shape):
-                    if size == ir.ShapedType.get_dynamic_size():
-                        c = ir.Operation.create(
-                            "arith.constant", results=[index],
-                            attributes={"value": ir.IntegerAttr.get(index, dim)})
-                        d = ir.Operation.create("memref.dim", results=[index],
-                                                operands=[result, c.result])
-                        dynamic.append(d.result)
-                alloc = ir.Operation.create(
-                    "memref.alloc", results=[owned_type], operands=dynamic,
-                    attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(dynamic), 0])})
-                owned = alloc.result
-                if owned_type != mtype:
-                    owned = ir.Operation.create("memref.cast", results=[mtype], operands=[owned]).result
-                ir.Operation.create("memref.copy", operands=[result, alloc.result])
-            for owner, number in uses:
-                owner.operands[number] = owned
-            ctx.statistic("snapshots")
-
-
-def _unown_opaque_results(op, ctx: PassContext) -> None:
-    results = set()
-    for call in _opaque_calls(op):
-        for result in call.results:
-            results.add(result)
-    if not results:
-        return
-    for dealloc in collect_ops(op, "bufferization.dealloc"):
-        count = ir.DenseI32ArrayAttr(dealloc.attributes["operandSegmentSizes"])[0]
-        for i in range(count):
-            if _root(dealloc.operands[i]) in results:
-                with ir.InsertionPoint(dealloc), dealloc.location:
-                    false = ir.Operation.create(
-                        "arith.constant", results=[ir.IntegerType.get_signless(1)],
-                        attributes={"value": ir.IntegerAttr.get(ir.IntegerType.get_signless(1), 0)})
-                dealloc.operands[count + i] = false.result
-                ctx.statistic("unowned")
-
-
-@register_pass(
-    "tdf-unown-opaque-results",
-    "Keep deallocation away from buffers returned by opaque calls",
-    options=[PassOption("phase", str, "snapshot",
-                        "snapshot: copy opaque results into owned buffers (before deallocation); "
-                        "unown: never free the callee's buffer (after deallocation)")],
-    statistics=[("snapshots", "Opaque results copied into owned buffers"),
-                ("unowned", "Deallocations of opaque results removed")],
-)
-def unown_opaque_results(op, ctx: PassContext) -> None:
-    """See the module docstring."""
-    phase = ctx.option("phase")
-    if phase == "snapshot":
-        _snapshot_opaque_results(op, ctx)
-    elif phase == "unown":
-        _unown_opaque_results(op, ctx)
-    else:
-        ctx.error(op, f"unknown phase '{phase}' (expected 'snapshot' or 'unown')")
-
-
-def _widen(t):
-    """memref<...xi1> → memref<...xi8> (same layout and memory space); other
-    types unchanged (None)."""
-    if not isinstance(t, ir.MemRefType):
-        return None
-    m = ir.MemRefType(t)
-    if str(m.element_type) != "i1":
-        return None
-    return ir.MemRefType.get(m.shape, ir.IntegerType.get_signless(8), m.layout, m.memory_space)
-
-
-@register_pass(
-    "tdf-widen-i1-memrefs",
-    "Store i1 memref elements as i8 (finalize-memref-to-llvm asserts on i1 stores)",
-    statistics=[("widened", "Values whose memref<..xi1> type became memref<..xi8>")],
-)
-def widen_i1_memrefs(op, ctx: PassContext) -> None:
-    """The 22.x ``finalize-memref-to-llvm`` aborts the process on a
-    ``memref.store`` of ``i1`` (e.g. the conditions array of the generic
-    ``bufferization.dealloc`` lowering). This pass, run after the loops are
-    explicit and before that conversion, retypes every ``memref<...xi1>``
-    value (op results, block arguments, function signatures) to
-    ``memref<...xi8>``, extends stored values (``arith.extui``) and truncates
-    loaded ones (``arith.trunci``). ``memref.global`` ops of ``i1`` are widened
-    with their initial values (``dense<[true, false]>`` → ``dense<[1, 0]>``),
-    so non-splat bool constants lower too. numpy's bool is one byte, so the
-    layout is what the runtime passes. Before::
-
-        %m = memref.alloc() : memref<2xi1>
-        memref.store %true, %m[%c0] : memref<2xi1>
-        %b = memref.load %m[%c1] : memref<2xi1>
-
-    After::
-
-        %m = memref.alloc() : memref<2xi8>
-        %e = arith.extui %true : i1 to i8
-        memref.store %e, %m[%c0] : memref<2xi8>
-        %w = memref.load %m[%c1] : memref<2xi8>
-        %b = arith.trunci %w : i8 to i1
-    """
-    i1 = ir.IntegerType.get_signless(1)
-    i8 = ir.IntegerType.get_signless(8)
-    ops = collect_ops(op)
-    for inner in ops:
-        if inner.name == "memref.global":
-            _widen_global(inner, ctx)
-        if inner.name in ("func.func", "gpu.func"):
-            ftype = function_type(inner)
-            ins = [_widen(t) or t for t in ftype.inputs]
-            outs = [_widen(t) or t for t in ftype.results]
-            if ins != list(ftype.inputs) or outs != list(ftype.results):
-                inner.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, outs))
-        for region in inner.regions:
-            for block in region.blocks:
-                for arg in block.arguments:
-                    wide = _widen(arg.type)
-                    if wide is not None:
-                        arg.set_type(wide)
-                        ctx.statistic("widened")
-        for result in inner.results:
-            wide = _widen(result.type)
-            if wide is not None:
-                result.set_type(wide)
-                ctx.statistic("widened")
-    for inner in ops:
-        if inner.name == "memref.store" and inner.operands[0].type == i1:
-            with ir.InsertionPoint(inner), inner.location:
-                ext = ir.Operation.create("arith.extui", results=[i8], operands=[inner.operands[0]])
-            inner.operands[0] = ext.result
-        elif inner.name == "memref.load" and str(ir.MemRefType(inner.operands[0].type).element_type) == "i8" \
-                and inner.results[0].type == i1:
-            result = inner.results[0]
-            uses = [(u.owner, u.operand_number) for u in result.uses]
-            result.set_type(i8)
-            with ir.InsertionPoint.after(inner), inner.location:
-                trunc = ir.Operation.create("arith.trunci", results=[i1], operands=[result])
-            for owner, number in uses:
-                owner.operands[number] = trunc.result
-
-
-def _widen_global(glob, ctx: PassContext) -> None:
-    """``memref.global`` of ``memref<...xi1>`` → ``memref<...xi8>`` with its
-    initial value (splat or not) converted to 0/1 bytes, so that the
-    widened ``memref.get_global`` results still match their global."""
-    wide = _widen(ir.TypeAttr(glob.attributes["type"]).value)
-    if wide is None:
-        return
-    glob.attributes["type"] = ir.TypeAttr.get(wide)
-    ctx.statistic("widened")
-    if "initial_value" not in glob.attributes:
-        return
-    init = glob.attributes["initial_value"]
-    if not isinstance(init, ir.DenseElementsAttr):
-        return  # `uninitialized` (a unit attribute): nothing to convert
-    init = ir.DenseIntElementsAttr(init)
-    shape = list(wide.shape)
-    i8 = ir.IntegerType.get_signless(8)
-    tensor_type = ir.RankedTensorType.get(shape, i8)
-    if init.is_splat:
-        value = bool(ir.IntegerAttr(init.get_splat_value()).value)
-        attr = ir.DenseElementsAttr.get_splat(tensor_type, ir.IntegerAttr.get(i8, int(value)))
-    else:
-        import numpy as np
-        values = np.array(init).astype(np.int8).reshape(shape)
-        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(values), type=tensor_type)
-    glob.attributes["initial_value"] = attr
-
-
-def _has_identity_layout(t) -> bool:
-    m = ir.MemRefType(t)
-    identity = ir.MemRefType.get(m.shape, m.element_type, memory_space=m.memory_space)
-    return m == identity
-
-
-@register_pass(
-    "tdf-strided-copies-to-loops",
-    "Turn memref.copy between non-contiguous views into linalg.copy (loops, vectorizable)",
-    statistics=[("rewritten", "memref.copy ops turned into linalg.copy")],
-)
-def strided_copies_to_loops(op, ctx: PassContext) -> None:
-    """``finalize-memref-to-llvm`` lowers a ``memref.copy`` whose operands are
-    not both contiguous to a call of the generic ``memrefCopy`` runtime
-    function (element by element, through descriptors): slow for the row
-    writes of a KV-cache update. This pass, run before
-    ``convert-linalg-to-loops``, rewrites those copies to ``linalg.copy``,
-    which becomes plain loops LLVM can vectorize. Before::
-
-        memref.copy %row, %slot : memref<1x4xf32> to memref<1x4xf32, strided<[4, 1], offset: ?>>
-
-    After::
-
-        linalg.copy ins(%row : memref<1x4xf32>) outs(%slot : memref<1x4xf32, strided<[4, 1], offset: ?>>)
-    """
-    from mlir.dialects import linalg
-
-    for copy in collect_ops(op, "memref.copy"):
-        src, dst = copy.operands[0], copy.operands[1]
-        if _has_identity_layout(src.type) and _has_identity_layout(dst.type):
-            continue
-        with ir.InsertionPoint(copy), copy.location:
-            linalg.copy(src, outs=[dst])
-        copy.erase()
-        ctx.statistic("rewritten")
-
-
-# --------------------------------------------------------------- pipelines
-
-
-def _flag(value: bool) -> str:
-    return "true" if value else "false"
+# ------------------------------------------------------------ tdf-bufferize
 
 
 @register_pipeline(
@@ -467,9 +102,32 @@ def _flag(value: bool) -> str:
                         "Functional baseline: copy before every write (nothing in place)")],
 )
 def bufferize_pipeline(options: dict) -> str:
-    """Expands to the bufferization pass list (see the module docstring)."""
-    one_shot = ONE_SHOT_COPY_BEFORE_WRITE if options["copy-before-write"] else ONE_SHOT
-    passes = ["tdf-check-sizes", "tdf-donate", one_shot, "canonicalize", "cse",
+    """``tdf-check-sizes`` → ``tdf-donate`` → One-Shot Bufferize (function
+    boundaries, identity-layout function signatures) → ``canonicalize, cse``
+    → ``tdf-drop-donated-results`` → ownership-based deallocation with
+    ``tdf-unown-opaque-results`` around it. No leaks; the only copies left
+    are the ones the safety rules force (a non-donated argument that is
+    updated, an in-place operand that is still read later, an opaque call
+    result).
+
+    Options: ``dealloc`` (bool, default true): insert deallocations;
+    ``copy-before-write`` (bool, default false): the functional baseline --
+    One-Shot Bufferize skips its analysis and copies before **every** write
+    (nothing runs in place, donation buys nothing). Only for measuring what
+    in place saves. Before (a donated row update)::
+
+        %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 4] [1, 1]
+            : tensor<1x4xf32> into tensor<8x4xf32>
+
+    After, with copy-before-write::
+
+        %alloc = memref.alloc() {alignment = 64 : i64} : memref<8x4xf32>
+        memref.copy %cache, %alloc : memref<8x4xf32> to memref<8x4xf32>
+        %slot = memref.subview %alloc[%pos, 0] [1, 4] [1, 1] : ...
+        memref.copy %row, %slot : ...
+    """
+    one_shot_pass = ONE_SHOT_COPY_BEFORE_WRITE if options["copy-before-write"] else ONE_SHOT
+    passes = ["tdf-check-sizes", "tdf-donate", one_shot_pass, "canonicalize", "cse",
               "tdf-drop-donated-results"]
     if options["dealloc"]:
         passes += [
@@ -486,6 +144,9 @@ def bufferize_pipeline(options: dict) -> str:
     return ", ".join(passes)
 
 
+# --------------------------------------------------------- tdf-lower-to-cpu
+
+#: The LLVM lowering after ``tdf-bufferize`` (see :func:`lower_to_llvm`).
 LOWER_TO_LLVM = [
     "convert-bufferization-to-memref",
     "tdf-strided-copies-to-loops",
@@ -529,21 +190,19 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
             for p in passes]
 
 
-# What ``strict`` means, for ``tdf-lower-to-cpu{strict=true}`` and
-# ``tdf.compile(strict=True)`` alike: tdf-verify-inplace's definition of "an
-# in-place call would need a copy" (One-Shot Bufferize's analysis, plus the
-# safety rules it cannot see), run on the output of :func:`inplace_stage`.
+#: What ``strict`` means, for ``tdf-lower-to-cpu{strict=true}`` and
+#: ``tdf.compile(strict=True)`` alike: tdf-verify-inplace's definition of "an
+#: in-place call would need a copy" (One-Shot Bufferize's analysis, plus the
+#: safety rules it cannot see), run on the output of :func:`inplace_stage`.
 STRICT_CHECK = "tdf-verify-inplace{strict=true}"
 
 
 def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
                   fuse_kernels: bool = True) -> list[str]:
-    """The first stage of the CPU pipeline, shared by ``tdf-lower-to-cpu`` and
-    ``tdf.compile``: ``tdf-check-sizes`` (before anything that could abort on
-    an overflowing shape), then (``fuse_kernels``) :data:`FUSE_KERNELS`
-    (chains of kernel calls inlined and fused into one linalg op), then
-    ``tdf-insert-inplace`` unless ``inplace`` is off or ``copy_before_write``
-    is on. ``strict`` appends :data:`STRICT_CHECK` after it."""
+    """The first stage of the CPU pipeline: ``tdf-check-sizes`` (before
+    anything that could abort on an overflowing shape), then
+    (``fuse_kernels``) :data:`FUSE_KERNELS`, then ``tdf-insert-inplace``
+    unless ``inplace`` is off or ``copy_before_write`` is on."""
     passes = ["tdf-check-sizes"]  # before tdf-insert-inplace too
     if fuse_kernels:
         passes += FUSE_KERNELS
@@ -552,30 +211,250 @@ def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
     return passes
 
 
+CPU_OPTIONS = [
+    PassOption("inplace", bool, True, "Run tdf-insert-inplace first"),
+    PassOption("strict", bool, False,
+               "Run tdf-verify-inplace{strict=true}: a copy forced by a tdf.call_inplace is an error"),
+    PassOption("copy-before-write", bool, False,
+               "Functional baseline: no in-place rewrite, copy before every write"),
+    PassOption("count-allocations", bool, False,
+               "Lower allocations to the generic _mlir_memref_to_llvm_* functions (for counting)"),
+    PassOption("approximate-math", bool, True,
+               "f32 exp/log/tanh/... as vectorizable polynomials (tdf-math-approximation)"),
+    PassOption("fuse-kernels", bool, True,
+               "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
+               "linalg-fuse-elementwise-ops)"),
+]
+
+
+def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
+    """``tdf-lower-to-cpu`` as ``[(stage, passes)]``: ``inplace``
+    (:func:`inplace_stage`), ``strict`` (:data:`STRICT_CHECK`, only with
+    option ``strict``), ``bufferize`` (``tdf-bufferize``) and ``llvm``
+    (:func:`lower_to_llvm`). ``options`` maps option names of
+    :data:`CPU_OPTIONS` to values; missing ones take their default, an
+    unknown one is a ValueError."""
+    unknown = sorted(set(options) - {o.name for o in CPU_OPTIONS})
+    if unknown:
+        raise ValueError(f"'tdf-lower-to-cpu' has no option '{unknown[0]}'")
+    values = {o.name: o.default for o in CPU_OPTIONS}
+    values.update(options)
+    copy_before_write = values["copy-before-write"]
+    stages = [("inplace", inplace_stage(values["inplace"], copy_before_write,
+                                        values["fuse-kernels"]))]
+    if values["strict"]:
+        stages.append(("strict", [STRICT_CHECK]))
+    stages.append(("bufferize", ["tdf-bufferize{copy-before-write=true}" if copy_before_write
+                                 else "tdf-bufferize"]))
+    stages.append(("llvm", lower_to_llvm(values["count-allocations"], values["approximate-math"])))
+    return stages
+
+
 @register_pipeline(
     "tdf-lower-to-cpu",
     "In-place rewrite, bufferization and lowering to the LLVM dialect for the CPU JIT",
-    options=[
-        PassOption("inplace", bool, True, "Run tdf-insert-inplace first"),
-        PassOption("strict", bool, False,
-                   "Run tdf-verify-inplace{strict=true}: a copy forced by a tdf.call_inplace is an error"),
-        PassOption("copy-before-write", bool, False,
-                   "Functional baseline: no in-place rewrite, copy before every write"),
-        PassOption("count-allocations", bool, False,
-                   "Lower allocations to the generic _mlir_memref_to_llvm_* functions (for counting)"),
-        PassOption("approximate-math", bool, True,
-                   "f32 exp/log/tanh/... as vectorizable polynomials (tdf-math-approximation)"),
-        PassOption("fuse-kernels", bool, True,
-                   "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
-                   "linalg-fuse-elementwise-ops)"),
-    ],
+    options=CPU_OPTIONS,
 )
 def lower_to_cpu_pipeline(options: dict) -> str:
-    """Expands to the CPU lowering pass list (see the module docstring)."""
-    copy_before_write = options["copy-before-write"]
-    passes = inplace_stage(options["inplace"], copy_before_write, options["fuse-kernels"])
+    """[``tdf-check-sizes``, ``tdf-inline-kernels``,
+    ``linalg-fuse-elementwise-ops``, ``tdf-insert-inplace``] →
+    [``tdf-verify-inplace{strict}``] → ``tdf-bufferize`` → linalg to loops
+    (matmuls tiled and vectorized, math approximated) →
+    affine/scf/cf/vector/memref/arith/math/index/func → LLVM →
+    ``reconcile-unrealized-casts``. The result is an LLVM-dialect module for
+    ``mlir.execution_engine.ExecutionEngine``.
+
+    Options: ``inplace`` (default true): run ``tdf-insert-inplace`` first;
+    ``strict`` (default false): run ``tdf-verify-inplace{strict=true}``
+    before bufferizing; ``copy-before-write`` (default false): the
+    functional baseline, ``tdf-bufferize{copy-before-write=true}`` and no
+    ``tdf-insert-inplace`` (``inplace`` is ignored); ``count-allocations``
+    (default false): lower ``memref.alloc``/``dealloc`` to the generic
+    ``_mlir_memref_to_llvm_alloc``/``_aligned_alloc``/``_free`` functions
+    (``finalize-memref-to-llvm{use-generic-functions use-aligned-alloc}``),
+    which the runtime defines with counting allocators
+    (``tdf.compile(count_allocations=True)``); ``approximate-math`` (default
+    true): f32 ``exp``/``log``/``tanh``/... as polynomials
+    (``tdf-rescale-subnormal-math``, ``tdf-math-approximation``);
+    ``fuse-kernels`` (default true): inline and fuse chains of kernel calls.
+    """
+    return ", ".join(p for _, passes in cpu_stages(options) for p in passes)
+
+
+# -------------------------------------------------------- tdf-lower-to-nvvm
+
+#: Minimum PTX ISA version for each chip LLVM 22's NVPTX backend knows (PTX
+#: ISA release notes); the pipeline asks for exactly this version.
+PTX_VERSION = {
+    "sm_70": 60, "sm_72": 61, "sm_75": 63,
+    "sm_80": 70, "sm_86": 71, "sm_87": 74, "sm_89": 78,
+    "sm_90": 78, "sm_90a": 80,
+    "sm_100": 86, "sm_100a": 86, "sm_101": 86, "sm_101a": 86,
+    "sm_120": 87, "sm_120a": 87,
+}
+# sm_90 itself is accepted by PTX 7.8, but the default feature check of
+# upstream's NVVM target asks for PTX 8.0 there: keep 8.0 for sm_90.
+PTX_VERSION["sm_90"] = 80
+
+FORMATS = ("isa", "bin", "fatbin")
+STAGES = ("bufferize", "gpu", "nvvm")
+_CHIP = re.compile(r"^sm_[0-9]{2,3}a?$")
+_TILES = re.compile(r"^[1-9][0-9]{0,3}(,[1-9][0-9]{0,3}){0,2}$")
+
+
+def ptx_feature(chip: str) -> str:
+    """The ``cubin-features`` string for ``chip``, e.g. ``+ptx80`` for sm_90."""
+    return f"+ptx{PTX_VERSION[chip]}"
+
+
+def validate_options(options: dict) -> None:
+    """Raises ValueError naming the bad ``tdf-lower-to-nvvm`` option, before
+    anything reaches MLIR (a bad chip/PTX pair aborts the process inside
+    MLIR)."""
+    chip = options["chip"]
+    if not _CHIP.match(chip) or chip not in PTX_VERSION:
+        known = ", ".join(sorted(PTX_VERSION, key=lambda c: (int(re.sub(r"\D", "", c)), c)))
+        raise ValueError(f"unsupported chip '{chip}' for tdf-lower-to-nvvm (supported: {known})")
+    if options["format"] not in FORMATS:
+        raise ValueError(f"unknown format '{options['format']}' for tdf-lower-to-nvvm "
+                         f"(expected one of: {', '.join(FORMATS)})")
+    if not 0 <= options["opt-level"] <= 3:
+        raise ValueError(f"opt-level {options['opt-level']} of tdf-lower-to-nvvm is not in [0, 3]")
+    if options["stop-at"] not in STAGES:
+        raise ValueError(f"unknown stop-at '{options['stop-at']}' for tdf-lower-to-nvvm "
+                         f"(expected one of: {', '.join(STAGES)})")
+    if not _TILES.match(options["tile-sizes"]):
+        raise ValueError(f"bad tile-sizes '{options['tile-sizes']}' for tdf-lower-to-nvvm "
+                         f"(expected 1 to 3 positive integers separated by commas)")
+    threads = 1
+    for size in options["tile-sizes"].split(","):
+        threads *= int(size)
+    if threads > 1024:
+        raise ValueError(f"tile-sizes '{options['tile-sizes']}' make {threads} threads per "
+                         f"block (at most 1024)")
+
+
+def stage_pipelines(options: dict) -> list[tuple[str, str]]:
+    """``tdf-lower-to-nvvm`` as ``[(stage, pass list)]`` up to ``stop-at``;
+    validates ``options`` (every option of :data:`NVVM_OPTIONS`, by name)."""
+    validate_options(options)
+    donate = "tdf-check-sizes, tdf-donate" + (", tdf-insert-inplace" if options["inplace"] else "")
     if options["strict"]:
-        passes.append(STRICT_CHECK)
-    passes.append("tdf-bufferize{copy-before-write=true}" if copy_before_write else "tdf-bufferize")
-    passes += lower_to_llvm(options["count-allocations"], options["approximate-math"])
-    return ", ".join(passes)
+        donate += ", " + STRICT_CHECK
+    stages = [
+        ("donate", donate),
+        ("bufferize", f"{ONE_SHOT}, canonicalize, cse, canonicalize, symbol-dce"),
+        ("gpu", ", ".join([
+            "tdf-gpu-device-memory",
+            "func.func(convert-linalg-to-parallel-loops, canonicalize)",
+            "tdf-gpu-coalesce",
+            "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes="
+            f"{options['tile-sizes']} no-min-max-bounds=true}}, "
+            "gpu-map-parallel-loops{mapping-policy=outermost-first}, "
+            "convert-parallel-loops-to-gpu, canonicalize)",
+            "gpu-kernel-outlining",
+            "tdf-gpu-check-host-access",
+            "tdf-widen-i1-memrefs",
+            "func.func(gpu-async-region)",
+            "canonicalize, cse",
+        ])),
+        ("nvvm", (f"gpu-lower-to-nvvm-pipeline{{cubin-chip={options['chip']} "
+                  f"cubin-features={ptx_feature(options['chip'])} "
+                  f"cubin-format={options['format']} opt-level={options['opt-level']}}}")),
+    ]
+    last = {"bufferize": 2, "gpu": 3, "nvvm": 4}[options["stop-at"]]
+    return stages[:last]
+
+
+NVVM_OPTIONS = [
+    PassOption("chip", str, "sm_90", "Target GPU, sm_<N>[a] (validated; picks the PTX version)"),
+    PassOption("inplace", bool, True, "Run tdf-insert-inplace before bufferization"),
+    PassOption("strict", bool, False,
+               "Run tdf-verify-inplace{strict=true}: a copy forced by a tdf.call_inplace is an error"),
+    PassOption("format", str, "isa", "gpu.binary format: isa (PTX), bin (cubin) or fatbin"),
+    PassOption("opt-level", int, 3, "NVVM optimization level, 0 to 3"),
+    PassOption("tile-sizes", str, "32,8", "Thread block shape, innermost (contiguous) dimension first"),
+    PassOption("stop-at", str, "nvvm", "Last stage to run: bufferize, gpu or nvvm"),
+]
+
+
+@register_pipeline(
+    "tdf-lower-to-nvvm",
+    "Lower a tdf program to the GPU dialect, NVVM and a GPU binary (PTX for sm_90 by default)",
+    options=NVVM_OPTIONS,
+)
+def lower_to_nvvm_pipeline(options: dict) -> str:
+    """The GPU path, from in-place tensor programs to NVVM/PTX. The pipeline
+    runs, in order (``tdf.gpu`` runs each stage on its own, through
+    ``stage_pipelines``, to report what each decided):
+
+    1. ``donate``: ``tdf-check-sizes`` (a static shape whose size overflows
+       int64 is refused: bufferization would abort), ``tdf-donate`` (and
+       ``tdf-insert-inplace`` when ``inplace``, ``tdf-verify-inplace{strict}``
+       when ``strict``);
+    2. ``bufferize``: One-Shot Bufferize with function boundaries and
+       identity layouts, then ``canonicalize, cse`` (self-copies fold away)
+       and ``symbol-dce`` (kernels nobody calls are not compiled). The
+       in-place decisions are fixed here: an operand updated in place is the
+       same buffer as the result;
+    3. ``gpu``: ``tdf-gpu-device-memory`` makes every buffer a device buffer
+       with explicit, counted host<->device transfers at the entry points;
+       linalg ops on memrefs become ``scf.parallel`` loops (unit dimensions
+       folded away), ``tdf-gpu-coalesce`` puts their dimensions innermost
+       first, they are tiled (guards, no min/max bounds) and mapped
+       outermost-first: the contiguous dimension lands on ``threadIdx.x``
+       (coalesced accesses), turned into ``gpu.launch`` and outlined into
+       ``gpu.func`` kernels; ``tdf-gpu-check-host-access`` then rejects host
+       code that would still touch device memory, and
+       ``tdf-widen-i1-memrefs`` stores ``i1`` buffers as ``i8`` (host
+       signatures, device buffers and kernels; the memref to LLVM lowering
+       asserts on ``i1`` loads and stores);
+    4. ``nvvm``: ``gpu-lower-to-nvvm-pipeline`` for the chosen chip: NVVM, the
+       host side through the GPU runtime ABI (``mgpu*`` calls) and
+       ``gpu.binary`` holding PTX (``format=isa``), a cubin (``bin``) or a
+       fatbin (``fatbin``; both need the CUDA toolkit).
+
+    Options:
+
+    * ``chip`` (default ``sm_90``): ``sm_<N>`` or ``sm_<N>a``, validated
+      against a table of chips and the PTX ISA version each needs (MLIR
+      aborts the process when the PTX version is too old for the chip);
+    * ``inplace`` (default true): run ``tdf-insert-inplace``;
+    * ``strict`` (default false): run ``tdf-verify-inplace{strict=true}`` (a
+      copy forced by a ``tdf.call_inplace`` is an error);
+    * ``format`` (default ``isa``): ``isa`` (PTX text), ``bin`` or ``fatbin``;
+    * ``opt-level`` (default 3): 0 to 3;
+    * ``tile-sizes`` (default ``32,8``): thread-block shape, innermost
+      dimension first: the first size is the block width along the
+      contiguous dimension (``threadIdx.x``), the second along the next
+      dimension, and so on;
+    * ``stop-at`` (default ``nvvm``): ``bufferize``, ``gpu`` or ``nvvm``, the
+      last stage to run (``gpu`` leaves the GPU dialect for inspection).
+
+    Before (a donated element-wise chain, after ``tdf-insert-inplace``)::
+
+        func.func @chain(%x: tensor<64x128xf32> {tdf.donate}, %y: tensor<64x128xf32>)
+            -> tensor<64x128xf32> {
+          %0 = tdf.call_inplace @add_inplace(%x, %y) inplace [0] : ...
+          return %0 : tensor<64x128xf32>
+        }
+
+    After ``stop-at=gpu``::
+
+        func.func @chain(%x: memref<64x128xf32>, %y: memref<64x128xf32>) -> memref<64x128xf32> {
+          %dx = gpu.alloc () : memref<64x128xf32>
+          gpu.memcpy %dx, %x {tdf.transfer = "h2d"} ...
+          %dy = gpu.alloc () ...
+          gpu.memcpy %dy, %y {tdf.transfer = "h2d"} ...
+          call @add_inplace(%dx, %dy)          // writes %dx: no device copy
+          gpu.memcpy %x, %dx {tdf.transfer = "d2h"} ...
+          gpu.dealloc %dx ...
+          return %x : memref<64x128xf32>
+        }
+        gpu.module @add_inplace_kernel { gpu.func @add_inplace_kernel(...) kernel { ... } }
+
+    After the full pipeline: ``llvm.func``s calling ``mgpuMemAlloc``,
+    ``mgpuMemcpy``, ``mgpuLaunchKernel`` and a ``gpu.binary`` whose object
+    is PTX with ``.target sm_90``.
+    """
+    return ", ".join(passes for _, passes in stage_pipelines(options))

@@ -86,7 +86,7 @@ def test_long_chain_compiles_and_runs():
 
 
 def test_fusion_keeps_every_64th_call_of_a_chain():
-    from tdf.passes.fuse_kernels import MAX_FUSED_CHAIN
+    from tdf.passes.inline_kernels import MAX_FUSED_CHAIN
     ctx = tdf.Context()
     module = tdf.parse(P.ew_chain(8, 130), ctx)
     tdf.run_pipeline(module, "builtin.module(tdf-inline-kernels)")

@@ -23,7 +23,7 @@ import pytest
 import tdf
 from tdf import jit_symbols
 from tdf.passes import pipelines
-from tdf.passes.math_lowering import APPROXIMATED_OPS
+from tdf.passes.pipelines import APPROXIMATED_OPS
 
 N = 4096
 

@@ -8,7 +8,7 @@ run it where a GPU exists.
     out = prog.step(cache, row, 3)   # numpy in/out; raises GPUUnavailableError without a GPU
 
 The compilation runs the stages of the ``tdf-lower-to-nvvm`` pipeline
-(:mod:`tdf.passes.lower_to_nvvm`) one by one and records what each decided:
+(:func:`tdf.passes.pipelines.stage_pipelines`) one by one and records what each decided:
 after donation/in-place rewriting the ``tdf.call_inplace`` decisions, after
 bufferization the copies and allocations left on the device, after GPU
 mapping the explicit ``gpu.memcpy`` transfers (tagged ``tdf.transfer``) and
@@ -205,7 +205,7 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
     stage fails (e.g. host code that would touch device memory).
     """
     passes = _passes()
-    lower = passes.lower_to_nvvm
+    lower = passes.pipelines
     filename = opts.pop("filename", "<input>")
     ptxas = opts.pop("ptxas", None)
     options = {

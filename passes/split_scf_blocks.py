@@ -4,8 +4,7 @@ of scf ops in one block.
 Upstream ``convert-scf-to-cf`` lowers each ``scf.if``/``scf.for``/... by
 splitting its block at the op and moving the whole remaining tail of the
 block into a new one. A function body holding N structured ops in one block
-therefore moves O(N^2) ops (0.95 s at 10k ops, 6.7 s at 20k on the ``mix``
-workload of ``benchmarks/compile_scaling.py``).
+therefore moves O(N^2) ops (``benchmarks/compile_scaling.py`` measures it).
 
 This pass, run right before it, pre-splits every block of a ``func.func``
 body after each structured-control-flow op (an ``scf`` op with regions),

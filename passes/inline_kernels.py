@@ -1,7 +1,7 @@
 """``tdf-inline-kernels``: raise a kernel's body to linalg-on-tensors at its
 ``tdf.call`` sites, so that upstream ``linalg-fuse-elementwise-ops`` can fuse
 a chain of kernel calls into one loop and ``tdf-insert-inplace`` can decide
-its storage (the seed's "fuse compute into the final buffer").
+its storage (the fused loop computes straight into the final buffer).
 
 A call is inlined only when its kernel is a destination-passing
 ``func.func`` whose body is nothing but ``arith.constant`` ops, one
@@ -56,11 +56,7 @@ from ._ir import collect_ops, function_type, has_body, sym_name
 from .liveness import op_key
 from .registry import PassContext, PassOption, register_pass
 
-#: The fusion stage of the CPU pipeline (before tdf-insert-inplace).
-# No cse here: it would merge the tensor.empty inits, and One-Shot Bufferize
-# then copies where each op could have had its own buffer.
-FUSE_KERNELS = ["tdf-inline-kernels", "linalg-fuse-elementwise-ops"]
-
+__all__ = ["MAX_FUSED_CHAIN", "inline_kernels"]
 
 def _identity_static(t) -> bool:
     if not isinstance(t, ir.MemRefType):
@@ -169,7 +165,7 @@ def inline_kernels(op, ctx: PassContext) -> None:
     chained = _chained(inlinable)
     chained_keys = {op_key(c) for c in chained}
     flags = [generic is not None and op_key(call) in chained_keys for call, _, generic, _, _ in plans]
-    for (call, kernel, generic, constants, reason), in_chain in zip(plans, flags):
+    for (call, _kernel, generic, constants, reason), in_chain in zip(plans, flags):
         callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
         if generic is not None and not in_chain:
             generic, reason = None, "no inlinable kernel call produces its operand or uses its result"
@@ -177,12 +173,13 @@ def inline_kernels(op, ctx: PassContext) -> None:
             if ctx.option("remarks"):
                 ctx.remark(call, f"tdf.call @{callee} kept as a call: {reason}")
             continue
-        _inline(call, kernel, generic, constants)
+        _inline(call, generic, constants)
         ctx.statistic("inlined")
 
 
-# Longest run of chained calls fused into one loop (see _chained).
+#: Longest run of chained calls fused into one loop (see ``_chained``).
 MAX_FUSED_CHAIN = 64
+
 
 def _chained(calls: list) -> list:
     """The calls of ``calls`` that feed or are fed by another one: inlining
@@ -213,7 +210,7 @@ def _chained(calls: list) -> list:
     member = list(linked)
     # Fusing a chain of k generics clones O(k) payloads per fusion step, O(k^2)
     # in all: every MAX_FUSED_CHAIN-th call of a chain stays a call, so that
-    # compile time stays linear in the chain length (issue 11).
+    # compile time stays linear in the chain length.
     run = [0] * len(calls)
     for i, call in enumerate(calls):
         if not member[i]:
@@ -243,8 +240,7 @@ def _types_match(call, kernel) -> bool:
     return True
 
 
-def _inline(call, kernel, generic, constants) -> None:
-    block = kernel.regions[0].blocks[0]
+def _inline(call, generic, constants) -> None:
     n_ins, n_outs = _segment_sizes(generic)
     n_call_ins = len(call.operands)
     operands = list(generic.operands)
