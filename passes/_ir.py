@@ -3,7 +3,7 @@ collecting ops, and reading or writing ``func.func`` attributes."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from mlir import ir
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from mlir import ir
 
@@ -87,7 +87,7 @@ class PassContext:
     """What a running Python pass sees besides its op: option values,
     statistics counters and diagnostic helpers."""
 
-    def __init__(self, spec: "PassSpec", options: dict):
+    def __init__(self, spec: PassSpec, options: dict):
         self.spec = spec
         self.options = dict(options)
         self.counters = [0] * len(spec.statistics)
