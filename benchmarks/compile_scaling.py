@@ -362,7 +362,7 @@ def main(argv=None) -> int:
         if w not in GENERATORS:
             ap.error(f"unknown workload {w!r} (expected {', '.join(WORKLOADS)})")
     res = run(mode, only)
-    res["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    res["date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     res["machine"] = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                       "python": platform.python_version()}
     try:

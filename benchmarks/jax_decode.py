@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 import jax_decode as model  # noqa: E402
+
 import tdf.jax  # noqa: E402
 
 SIZES = {

@@ -34,9 +34,8 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import numpy as np  # noqa: E402
-
 import harness as H  # noqa: E402
+import numpy as np  # noqa: E402
 import programs as P  # noqa: E402
 
 SIZES = {
@@ -188,96 +187,98 @@ def _row(size, checked, timing, tmem, jmem, npb, notes, report, **extra) -> dict
 
 def bench_kv(cfg, backend, sizes, layers_mode: bool, loop: bool):
     """KV-cache decode step (``loop``: ``steps`` steps in one compiled loop)."""
+    return [_bench_kv_one(cfg, backend, size, layers_mode, loop) for size in sizes]
+
+
+def _bench_kv_one(cfg, backend, size, layers_mode: bool, loop: bool) -> dict:
+    """One size of :func:`bench_kv`."""
     jax = _jax()
     import jax.numpy as jnp
     from jax import lax
-    rows = []
-    for size in sizes:
-        notes = {}
-        if layers_mode:
-            layers, heads, seq, dim = size[:4]
-            steps = None
-        elif loop:
-            heads, seq, dim, steps = size
-            layers = None
-        else:
-            heads, seq, dim = size
-            layers, steps = None, None
-        lead = (layers,) if layers else ()
-        shape = lead + (heads, seq, dim)
-        one = lead + (heads, 1, dim)
-        rng = np.random.default_rng(0)
-        cache0 = rng.standard_normal(shape, dtype=np.float32)
-        pos = seq // 2
-        if loop:
-            news = rng.standard_normal((steps,) + one, dtype=np.float32)
-            text, fname = P.kv_loop(heads, seq, dim, steps, layers), "loop"
-            fargs = (news, 0)
+    notes = {}
+    if layers_mode:
+        layers, heads, seq, dim = size[:4]
+        steps = None
+    elif loop:
+        heads, seq, dim, steps = size
+        layers = None
+    else:
+        heads, seq, dim = size
+        layers, steps = None, None
+    lead = (layers,) if layers else ()
+    shape = lead + (heads, seq, dim)
+    one = lead + (heads, 1, dim)
+    rng = np.random.default_rng(0)
+    cache0 = rng.standard_normal(shape, dtype=np.float32)
+    pos = seq // 2
+    if loop:
+        news = rng.standard_normal((steps,) + one, dtype=np.float32)
+        text, fname = P.kv_loop(heads, seq, dim, steps, layers), "loop"
+        fargs = (news, 0)
 
-            def ref_np(c, news=news):
-                for t in range(steps):
-                    c[..., t:t + 1, :] = news[t]
-                return c
+        def ref_np(c, news=news):
+            for t in range(steps):
+                c[..., t:t + 1, :] = news[t]
+            return c
 
-            def jf(c, n, p):
-                def body(t, c):
-                    start = (0,) * len(lead) + (0, p + t, 0)
-                    return lax.dynamic_update_slice(c, n[t], start)
-                return lax.fori_loop(0, steps, body, c)
-        else:
-            new = rng.standard_normal(one, dtype=np.float32)
-            text, fname = P.kv_step(heads, seq, dim, layers), "step"
-            fargs = (new, pos)
+        def jf(c, n, p):
+            def body(t, c):
+                start = (0,) * len(lead) + (0, p + t, 0)
+                return lax.dynamic_update_slice(c, n[t], start)
+            return lax.fori_loop(0, steps, body, c)
+    else:
+        new = rng.standard_normal(one, dtype=np.float32)
+        text, fname = P.kv_step(heads, seq, dim, layers), "step"
+        fargs = (new, pos)
 
-            def ref_np(c, new=new):
-                c[..., pos:pos + 1, :] = new
-                return c
+        def ref_np(c, new=new):
+            c[..., pos:pos + 1, :] = new
+            return c
 
-            def jf(c, n, p):
-                return lax.dynamic_update_slice(c, n, (0,) * len(lead) + (0, p, 0))
-        want = ref_np(cache0.copy())
-        # --- tdf builds (timed)
-        fns, report = builds(backend, text, fname, notes)
-        oks = {nm: check(nm, f(cache0.copy(), *fargs), want) for nm, f in fns.items()}
-        # --- JAX
-        jd = jax.jit(jf, donate_argnums=0)
-        jn = jax.jit(jf)
-        jargs = tuple(jnp.asarray(a) for a in fargs[:1]) + (fargs[1],)
-        for nm, f in (("jax_donated", jd), ("jax", jn)):
-            oks[nm] = check(nm, np.asarray(f(jnp.asarray(cache0), *jargs)), want)
-        jax_mem = {"jax_donated": jax_memory(jf, (jnp.asarray(cache0),) + jargs, (0,)),
-                   "jax": jax_memory(jf, (jnp.asarray(cache0),) + jargs, ())}
+        def jf(c, n, p):
+            return lax.dynamic_update_slice(c, n, (0,) * len(lead) + (0, p, 0))
+    want = ref_np(cache0.copy())
+    # --- tdf builds (timed)
+    fns, report = builds(backend, text, fname, notes)
+    oks = {nm: check(nm, f(cache0.copy(), *fargs), want) for nm, f in fns.items()}
+    # --- JAX
+    jd = jax.jit(jf, donate_argnums=0)
+    jn = jax.jit(jf)
+    jargs = tuple(jnp.asarray(a) for a in fargs[:1]) + (fargs[1],)
+    for nm, f in (("jax_donated", jd), ("jax", jn)):
+        oks[nm] = check(nm, np.asarray(f(jnp.asarray(cache0), *jargs)), want)
+    jax_mem = {"jax_donated": jax_memory(jf, (jnp.asarray(cache0),) + jargs, (0,)),
+               "jax": jax_memory(jf, (jnp.asarray(cache0),) + jargs, ())}
 
-        def jstep(f):
-            def s(c):
-                r = f(c, *jargs)
-                r.block_until_ready()
-                return r
-            return s
+    def jstep(f):
+        def s(c):
+            r = f(c, *jargs)
+            r.block_until_ready()
+            return r
+        return s
 
-        def npstep(c):
-            return ref_np(c)
-        variants = tdf_variants(fns, lambda f: _stateful(lambda c: f(c, *fargs), cache0.copy()))
-        variants.update({
-            "jax_donated": _stateful(jstep(jd), jnp.asarray(cache0)),
-            "jax": _stateful(jstep(jn), jnp.asarray(cache0)),
-            "numpy": _stateful(npstep, cache0.copy()),
-        })
-        timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
-        per = steps or 1
-        for v in timing.values():
-            v["per_step"] = v["median"] / per
-        tmem = backend.memory(text, fname, lambda: (cache0.copy(),) + fargs, notes)
-        npb = numpy_bytes(lambda: ref_np(cache0.copy())) - cache0.nbytes
-        row_bytes = int(np.prod(one)) * 4 * per
-        bw = cfg["bandwidth"]["bytes_per_s"]
-        rows.append(_row(
-            {"layers": layers, "heads": heads, "seq": seq, "dim": dim, "steps": steps},
-            oks, timing, tmem, jax_mem, max(0, npb), notes, report,
-            cache_bytes=int(cache0.nbytes),
-            bound={"row_bytes": row_bytes, "row_write_s": row_bytes / bw,
-                   "full_copy_s": cache0.nbytes / bw}))
-    return rows
+    def npstep(c):
+        return ref_np(c)
+    variants = tdf_variants(fns, lambda f: _stateful(lambda c: f(c, *fargs), cache0.copy()))
+    variants.update({
+        "jax_donated": _stateful(jstep(jd), jnp.asarray(cache0)),
+        "jax": _stateful(jstep(jn), jnp.asarray(cache0)),
+        "numpy": _stateful(npstep, cache0.copy()),
+    })
+    timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
+    per = steps or 1
+    for v in timing.values():
+        v["per_step"] = v["median"] / per
+    tmem = backend.memory(text, fname, lambda: (cache0.copy(),) + fargs, notes)
+    npb = numpy_bytes(lambda: ref_np(cache0.copy())) - cache0.nbytes
+    row_bytes = int(np.prod(one)) * 4 * per
+    bw = cfg["bandwidth"]["bytes_per_s"]
+    return _row(
+        {"layers": layers, "heads": heads, "seq": seq, "dim": dim, "steps": steps},
+        oks, timing, tmem, jax_mem, max(0, npb), notes, report,
+        cache_bytes=int(cache0.nbytes),
+        bound={"row_bytes": row_bytes, "row_write_s": row_bytes / bw,
+               "full_copy_s": cache0.nbytes / bw})
 
 
 def bench_ew_chain(cfg, backend, sizes):
@@ -285,160 +286,168 @@ def bench_ew_chain(cfg, backend, sizes):
     the input not donated (a fresh result, against ``jax.jit``) and donated
     (in place, against ``jax.jit(donate_argnums=0)``; every variant feeds its
     result back as the next input)."""
+    return [row for n, calls in sizes for row in _bench_ew_chain_one(cfg, backend, n, calls)]
+
+
+def _bench_ew_chain_one(cfg, backend, n, calls) -> list[dict]:
+    """One size of :func:`bench_ew_chain`: its rows without and with donation."""
     jax = _jax()
     import jax.numpy as jnp
-    rows = []
-    for n, calls in sizes:
-        x0 = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
-        c1, c2 = np.float32(1.0001), np.float32(0.5)
+    x0 = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
+    c1, c2 = np.float32(1.0001), np.float32(0.5)
 
-        def ref(x):
-            y = x.copy()
-            for i in range(calls):
-                if i % 2 == 0:
-                    np.multiply(y, c1, out=y)
-                else:
-                    np.add(y, c2, out=y)
-            return y
-
-        def jf(x):
-            for i in range(calls):
-                x = x * c1 if i % 2 == 0 else x + c2
-            return x
-        want = ref(x0)
-        jd, jn = jax.jit(jf, donate_argnums=0), jax.jit(jf)
-
-        def jstep(f):
-            def s(x):
-                r = f(x)
-                r.block_until_ready()
-                return r
-            return s
-        xj = jnp.asarray(x0)
-        jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(x0),), (0,)),
-                "jax": jax_memory(jf, (jnp.asarray(x0),), ())}
-        npb = numpy_bytes(lambda: ref(x0))
-        for donate in (False, True):
-            notes = {}
-            text = P.ew_chain(n, calls, donate=donate)
-            fns, report = builds(backend, text, "chain", notes)
-            # A donated build may update its argument: check on copies.
-            oks = {nm: check(nm, f(x0.copy()), want, 1e-4) for nm, f in fns.items()}
-            oks["jax"] = check("jax", np.asarray(jn(jnp.asarray(x0))), want, 1e-4)
-            oks["jax_donated"] = check("jax_donated", np.asarray(jd(jnp.asarray(x0))), want, 1e-4)
-            if donate:
-                variants = tdf_variants(fns, lambda f: _stateful(f, x0.copy()))
+    def ref(x):
+        y = x.copy()
+        for i in range(calls):
+            if i % 2 == 0:
+                np.multiply(y, c1, out=y)
             else:
-                variants = tdf_variants(fns, lambda f: lambda: f(x0))
-            variants.update({
-                # donation consumes the input: feed each result back as the next input
-                "jax_donated": _stateful(jstep(jd), jnp.asarray(x0)),
-                "jax": lambda: jn(xj).block_until_ready(),
-                "numpy": lambda: ref(x0),
-            })
-            timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
-            for v in timing.values():
-                v["per_step"] = v["median"] / calls
-            tmem = backend.memory(text, "chain", lambda: (x0.copy(),), notes)
-            rows.append(_row({"n": n, "calls": calls, "donated": donate}, oks, timing, tmem, jmem,
-                             npb, notes, report, tensor_bytes=int(x0.nbytes)))
+                np.add(y, c2, out=y)
+        return y
+
+    def jf(x):
+        for i in range(calls):
+            x = x * c1 if i % 2 == 0 else x + c2
+        return x
+    want = ref(x0)
+    jd, jn = jax.jit(jf, donate_argnums=0), jax.jit(jf)
+
+    def jstep(f):
+        def s(x):
+            r = f(x)
+            r.block_until_ready()
+            return r
+        return s
+    xj = jnp.asarray(x0)
+    jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(x0),), (0,)),
+            "jax": jax_memory(jf, (jnp.asarray(x0),), ())}
+    npb = numpy_bytes(lambda: ref(x0))
+    rows = []
+    for donate in (False, True):
+        notes = {}
+        text = P.ew_chain(n, calls, donate=donate)
+        fns, report = builds(backend, text, "chain", notes)
+        # A donated build may update its argument: check on copies.
+        oks = {nm: check(nm, f(x0.copy()), want, 1e-4) for nm, f in fns.items()}
+        oks["jax"] = check("jax", np.asarray(jn(jnp.asarray(x0))), want, 1e-4)
+        oks["jax_donated"] = check("jax_donated", np.asarray(jd(jnp.asarray(x0))), want, 1e-4)
+        if donate:
+            variants = tdf_variants(fns, lambda f: _stateful(f, x0.copy()))
+        else:
+            variants = tdf_variants(fns, lambda f: lambda: f(x0))
+        variants.update({
+            # donation consumes the input: feed each result back as the next input
+            "jax_donated": _stateful(jstep(jd), jnp.asarray(x0)),
+            "jax": lambda: jn(xj).block_until_ready(),
+            "numpy": lambda: ref(x0),
+        })
+        timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
+        for v in timing.values():
+            v["per_step"] = v["median"] / calls
+        tmem = backend.memory(text, "chain", lambda: (x0.copy(),), notes)
+        rows.append(_row({"n": n, "calls": calls, "donated": donate}, oks, timing, tmem, jmem,
+                         npb, notes, report, tensor_bytes=int(x0.nbytes)))
     return rows
 
 
 def bench_log_concat(cfg, backend, sizes):
     """A log-concat of ``parts`` computed parts of length ``n``."""
+    return [_bench_log_concat_one(cfg, backend, parts, n) for parts, n in sizes]
+
+
+def _bench_log_concat_one(cfg, backend, parts, n) -> dict:
+    """One size of :func:`bench_log_concat`."""
     jax = _jax()
     import jax.numpy as jnp
-    rows = []
-    for parts, n in sizes:
-        notes = {}
-        text = P.log_concat(parts, n)
-        rng = np.random.default_rng(2)
-        ys = [rng.uniform(0.5, 2.0, n).astype(np.float32) for _ in range(parts)]
+    notes = {}
+    text = P.log_concat(parts, n)
+    rng = np.random.default_rng(2)
+    ys = [rng.uniform(0.5, 2.0, n).astype(np.float32) for _ in range(parts)]
 
-        def ref(*ys):
-            out = np.empty((parts, n), np.float32)
-            for i, y in enumerate(ys):
-                np.log(y, out=out[i])
-            return out
+    def ref(*ys):
+        out = np.empty((parts, n), np.float32)
+        for i, y in enumerate(ys):
+            np.log(y, out=out[i])
+        return out
 
-        def jf(*ys):
-            return jnp.stack([jnp.log(y) for y in ys])
-        want = ref(*ys)
-        fns, report = builds(backend, text, "concat", notes)
-        jn = jax.jit(jf)
-        oks = {nm: check(nm, f(*ys), want, 1e-4) for nm, f in fns.items()}
-        yj = [jnp.asarray(y) for y in ys]
-        oks["jax"] = check("jax", np.asarray(jn(*yj)), want, 1e-4)
-        variants = tdf_variants(fns, lambda f: lambda: f(*ys))
-        variants.update({
-            "jax": lambda: jn(*yj).block_until_ready(),
-            "numpy": lambda: ref(*ys),
-        })
-        timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
-        # No input has the output's shape: a donated input cannot be reused
-        # (JAX warns "Some donated buffers were not usable"), so "jax_donated"
-        # is JAX without donation for time and memory_analysis with donation.
-        timing["jax_donated"] = dict(timing["jax"], note="donation unusable: same as jax")
-        tmem = backend.memory(text, "concat", lambda: tuple(ys), notes)
-        jmem = {"jax_donated": jax_memory(jf, yj, tuple(range(parts))),
-                "jax": jax_memory(jf, yj, ())}
-        npb = numpy_bytes(lambda: ref(*ys))
-        rows.append(_row({"parts": parts, "n": n}, oks, timing, tmem, jmem, npb, notes, report,
-                         output_bytes=parts * n * 4))
-    return rows
+    def jf(*ys):
+        return jnp.stack([jnp.log(y) for y in ys])
+    want = ref(*ys)
+    fns, report = builds(backend, text, "concat", notes)
+    jn = jax.jit(jf)
+    oks = {nm: check(nm, f(*ys), want, 1e-4) for nm, f in fns.items()}
+    yj = [jnp.asarray(y) for y in ys]
+    oks["jax"] = check("jax", np.asarray(jn(*yj)), want, 1e-4)
+    variants = tdf_variants(fns, lambda f: lambda: f(*ys))
+    variants.update({
+        "jax": lambda: jn(*yj).block_until_ready(),
+        "numpy": lambda: ref(*ys),
+    })
+    timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
+    # No input has the output's shape: a donated input cannot be reused
+    # (JAX warns "Some donated buffers were not usable"), so "jax_donated"
+    # is JAX without donation for time and memory_analysis with donation.
+    timing["jax_donated"] = dict(timing["jax"], note="donation unusable: same as jax")
+    tmem = backend.memory(text, "concat", lambda: tuple(ys), notes)
+    jmem = {"jax_donated": jax_memory(jf, yj, tuple(range(parts))),
+            "jax": jax_memory(jf, yj, ())}
+    npb = numpy_bytes(lambda: ref(*ys))
+    return _row({"parts": parts, "n": n}, oks, timing, tmem, jmem, npb, notes, report,
+                output_bytes=parts * n * 4)
 
 
 def bench_embed(cfg, backend, sizes):
     """Embedding-table row update on a donated table."""
+    return [_bench_embed_one(cfg, backend, vocab, dim, k) for vocab, dim, k in sizes]
+
+
+def _bench_embed_one(cfg, backend, vocab, dim, k) -> dict:
+    """One size of :func:`bench_embed`."""
     jax = _jax()
     import jax.numpy as jnp
-    rows = []
-    for vocab, dim, k in sizes:
-        notes = {}
-        text = P.embed_update(vocab, dim, k)
-        rng = np.random.default_rng(3)
-        table0 = rng.standard_normal((vocab, dim), dtype=np.float32)
-        idx = rng.choice(vocab, size=k, replace=False).astype(np.int64)
-        upd = rng.standard_normal((k, dim), dtype=np.float32)
+    notes = {}
+    text = P.embed_update(vocab, dim, k)
+    rng = np.random.default_rng(3)
+    table0 = rng.standard_normal((vocab, dim), dtype=np.float32)
+    idx = rng.choice(vocab, size=k, replace=False).astype(np.int64)
+    upd = rng.standard_normal((k, dim), dtype=np.float32)
 
-        def ref(t):
-            t[idx] += upd
-            return t
+    def ref(t):
+        t[idx] += upd
+        return t
 
-        def jf(t, i, u):
-            return t.at[i].add(u)
-        want = ref(table0.copy())
-        fns, report = builds(backend, text, "update", notes)
-        oks = {nm: check(nm, f(table0.copy(), idx, upd), want) for nm, f in fns.items()}
-        jd, jn = jax.jit(jf, donate_argnums=0), jax.jit(jf)
-        ij, uj = jnp.asarray(idx.astype(np.int32)), jnp.asarray(upd)
-        for nm, f in (("jax_donated", jd), ("jax", jn)):
-            oks[nm] = check(nm, np.asarray(f(jnp.asarray(table0), ij, uj)), want)
+    def jf(t, i, u):
+        return t.at[i].add(u)
+    want = ref(table0.copy())
+    fns, report = builds(backend, text, "update", notes)
+    oks = {nm: check(nm, f(table0.copy(), idx, upd), want) for nm, f in fns.items()}
+    jd, jn = jax.jit(jf, donate_argnums=0), jax.jit(jf)
+    ij, uj = jnp.asarray(idx.astype(np.int32)), jnp.asarray(upd)
+    for nm, f in (("jax_donated", jd), ("jax", jn)):
+        oks[nm] = check(nm, np.asarray(f(jnp.asarray(table0), ij, uj)), want)
 
-        def jstep(f):
-            def s(t):
-                r = f(t, ij, uj)
-                r.block_until_ready()
-                return r
-            return s
-        variants = tdf_variants(fns, lambda f: _stateful(lambda t: f(t, idx, upd), table0.copy()))
-        variants.update({
-            "jax_donated": _stateful(jstep(jd), jnp.asarray(table0)),
-            "jax": _stateful(jstep(jn), jnp.asarray(table0)),
-            "numpy": _stateful(ref, table0.copy()),
-        })
-        timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
-        tmem = backend.memory(text, "update", lambda: (table0.copy(), idx, upd), notes)
-        jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(table0), ij, uj), (0,)),
-                "jax": jax_memory(jf, (jnp.asarray(table0), ij, uj), ())}
-        npb = numpy_bytes(lambda: ref(table0.copy())) - table0.nbytes
-        bw = cfg["bandwidth"]["bytes_per_s"]
-        rows.append(_row({"vocab": vocab, "dim": dim, "k": k}, oks, timing, tmem, jmem,
-                         max(0, npb), notes, report, table_bytes=int(table0.nbytes),
-                         bound={"row_bytes": k * dim * 4, "row_write_s": k * dim * 4 / bw,
-                                "full_copy_s": table0.nbytes / bw}))
-    return rows
+    def jstep(f):
+        def s(t):
+            r = f(t, ij, uj)
+            r.block_until_ready()
+            return r
+        return s
+    variants = tdf_variants(fns, lambda f: _stateful(lambda t: f(t, idx, upd), table0.copy()))
+    variants.update({
+        "jax_donated": _stateful(jstep(jd), jnp.asarray(table0)),
+        "jax": _stateful(jstep(jn), jnp.asarray(table0)),
+        "numpy": _stateful(ref, table0.copy()),
+    })
+    timing = H.time_variants(variants, cfg["reps"], cfg["target_s"])
+    tmem = backend.memory(text, "update", lambda: (table0.copy(), idx, upd), notes)
+    jmem = {"jax_donated": jax_memory(jf, (jnp.asarray(table0), ij, uj), (0,)),
+            "jax": jax_memory(jf, (jnp.asarray(table0), ij, uj), ())}
+    npb = numpy_bytes(lambda: ref(table0.copy())) - table0.nbytes
+    bw = cfg["bandwidth"]["bytes_per_s"]
+    return _row({"vocab": vocab, "dim": dim, "k": k}, oks, timing, tmem, jmem,
+                max(0, npb), notes, report, table_bytes=int(table0.nbytes),
+                bound={"row_bytes": k * dim * 4, "row_write_s": k * dim * 4 / bw,
+                       "full_copy_s": table0.nbytes / bw})
 
 
 def _count_ops(module) -> int:
@@ -459,8 +468,9 @@ def bench_compile_scaling(cfg, backend, sizes):
     and the rewrite changes the IR); parse and the C++ ``canonicalize`` are
     timed the same way for reference. A pass that fails is reported with its
     error and left out of the fits."""
-    import tdf
     from mlir import ir
+
+    import tdf
     wanted = ("test-tdf-liveness", "test-tdf-alias", "tdf-insert-inplace")
     passes = [p for p in wanted if H.has_pass(p)]
     missing = [p for p in wanted if p not in passes]
