@@ -418,33 +418,38 @@ def strided_type(memref_type, strides) -> ir.MemRefType:
                              memref_type.memory_space)
 
 
-def layout_variant(module_op, kernel, param: int, param_type) -> tuple[str | None, str]:
+def layout_variant(module_op, kernel, param, param_type=None) -> tuple[str | None, str]:
     """``(name, "")`` of a clone of kernel ``kernel`` (a ``func.func`` with a
     body) whose parameter ``param`` has type ``param_type`` (the same shape in
-    another layout, e.g. a row of a larger buffer), created once per kernel and
-    signature and marked ``tdf.strided_of = @kernel``; or ``(None, why)`` when
-    the kernel is a declaration or its body uses the parameter in an op whose
-    types depend on the layout (a ``memref.subview``, a call, ...)."""
+    another layout, e.g. a row of a larger buffer) -- or, with ``param`` a
+    dict ``{parameter: type}`` and no ``param_type``, each of those
+    parameters its type -- created once per kernel and signature and marked
+    ``tdf.strided_of = @kernel``; or ``(None, why)`` when the kernel is a
+    declaration or its body uses such a parameter in an op whose types
+    depend on the layout (a ``memref.subview``, a call, ...)."""
     kernel = kernel.operation
+    changes = dict(param) if isinstance(param, dict) else {param: param_type}
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
     if len(kernel.regions[0].blocks) == 0:
         return None, (f"@{name} is a declaration: its output parameter only takes an identity "
                       f"layout, so the part is computed in a fresh buffer and copied into its slice")
     inputs = list(function_type(kernel).inputs)
-    wanted = ir.FunctionType.get(inputs[:param] + [param_type] + inputs[param + 1:], [])
+    wanted = ir.FunctionType.get([changes.get(p, t) for p, t in enumerate(inputs)], [])
     for op in module_op.regions[0].blocks[0].operations:
         op = op.operation
         if (STRIDED_OF_ATTR in op.attributes
                 and ir.FlatSymbolRefAttr(op.attributes[STRIDED_OF_ATTR]).value == name
                 and function_type(op) == wanted):
             return ir.StringAttr(op.attributes["sym_name"]).value, ""
-    arg = kernel.regions[0].blocks[0].arguments[param]
-    for use in arg.uses:
-        user = use.owner.operation
-        if not (user.name.startswith("linalg.") or user.name in LAYOUT_AGNOSTIC_USERS):
-            return None, (f"@{name} uses its output parameter in {user.name}, whose types depend "
-                          f"on the layout, so the part is computed in a fresh buffer and copied "
-                          f"into its slice")
+    for p in changes:
+        arg = kernel.regions[0].blocks[0].arguments[p]
+        for use in arg.uses:
+            user = use.owner.operation
+            if not (user.name.startswith("linalg.") or user.name in LAYOUT_AGNOSTIC_USERS):
+                label = "parameter #%d" % p if isinstance(param, dict) else "output parameter"
+                return None, (f"@{name} uses its {label} in {user.name}, whose types depend "
+                              f"on the layout, so the part is computed in a fresh buffer and "
+                              f"copied into its slice")
     base, suffix = f"{name}_strided", 0
     variant = base
     while lookup_symbol(module_op, variant) is not None:
@@ -457,6 +462,7 @@ def layout_variant(module_op, kernel, param: int, param_type) -> tuple[str | Non
     for attr in (INPLACE_OK_ATTR, VARIANT_ATTR, INPLACE_OF_ATTR, INDICES_ATTR):
         if attr in clone.attributes:
             del clone.attributes[attr]
-    clone.regions[0].blocks[0].arguments[param].set_type(param_type)
+    for p, type_ in changes.items():
+        clone.regions[0].blocks[0].arguments[p].set_type(type_)
     clone.attributes["function_type"] = ir.TypeAttr.get(wanted)
     return variant, ""

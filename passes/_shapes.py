@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-__all__ = ["dim_key", "same_sizes", "fresh_shape_operand"]
+__all__ = ["dim_key", "same_sizes", "fresh_shape_operand", "row_major", "buffer_strides"]
 
 _MAX_DEPTH = 32
 
@@ -109,3 +109,161 @@ def same_sizes(a, b) -> bool:
     if ta.rank != tb.rank:
         return False
     return all(dim_key(a, d) == dim_key(b, d) for d in range(ta.rank))
+
+
+# -- memref layouts after One-Shot Bufferize ----------------------------------
+
+def _dynamic_stride() -> int:
+    return ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+def row_major(shape) -> list[int]:
+    """Identity-layout strides of ``shape``: a stride is dynamic when a size
+    inside it is."""
+    strides, stride = [], 1
+    for size in reversed(list(shape)):
+        strides.insert(0, stride)
+        if stride != _dynamic_stride():
+            stride = _dynamic_stride() if size == _dynamic() else stride * size
+    return strides
+
+
+def _param_strides(param, tensor) -> list[int]:
+    """Strides of the buffer a kernel call result of ranked tensor type
+    ``tensor`` gets in a parameter of memref type ``param`` (the dialect's
+    ``resultBufferType``: the parameter's layout, the result's shape)."""
+    memref = ir.MemRefType(param)
+    if _is_identity(memref):
+        return row_major(tensor.shape)
+    try:
+        strides, _ = memref.get_strides_and_offset()
+    except Exception:  # not a strided layout
+        return [_dynamic_stride()] * tensor.rank
+    return list(strides)
+
+
+def _is_identity(memref) -> bool:
+    return isinstance(memref.layout, ir.AffineMapAttr) and \
+        memref.affine_map == ir.AffineMap.get_identity(memref.rank)
+
+
+def buffer_strides(value, module_op=None, _assumed=None, _depth: int = 0) -> list[int]:
+    """The strides of the memref that One-Shot Bufferize (function boundaries
+    with identity layouts, as every tdf pipeline runs it) gives ranked
+    tensor ``value``, one per dimension, dynamic where they are not known
+    statically. A static stride is only claimed where it holds whatever
+    One-Shot's analysis decides: a function argument, a ``tensor.empty`` or a
+    constant has the identity layout; a ``tensor.extract_slice`` (never a
+    copy) composes its source's strides with its steps; a ``tdf.call`` /
+    ``tdf.call_inplace`` result has its kernel parameter's layout (looked up
+    in ``module_op``); an op that may copy its destination out of place
+    (``insert_slice``, ``insert``, a linalg init, a cast or reshape, an
+    ``scf.for`` carried value) keeps a static layout only when it is the
+    identity, the layout of the copy too. A kernel parameter given these
+    strides (dynamic where unknown) always accepts the buffer through a
+    ``memref.cast`` that cannot fail at run time, never a reallocation."""
+    type_ = ir.RankedTensorType(value.type)
+    unknown = [_dynamic_stride()] * type_.rank
+    identity = row_major(type_.shape)
+    if _depth >= _MAX_DEPTH:
+        return unknown
+    assumed = _assumed if _assumed is not None else {}
+    if value in assumed:
+        return assumed[value]
+
+    def identity_if(source):
+        if not isinstance(source.type, ir.RankedTensorType):
+            return unknown
+        strides = buffer_strides(source, module_op, assumed, _depth + 1)
+        return identity if strides == row_major(ir.RankedTensorType(source.type).shape) else unknown
+
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        parent = owner.owner.operation if owner.owner is not None else None
+        if parent is None:
+            return unknown
+        if parent.name == "func.func":
+            # entry block: the function's arguments (identity layouts at
+            # the boundary); another block's arguments are unknown
+            return identity if owner == parent.regions[0].blocks[0] else unknown
+        if parent.name == "scf.for":
+            index = ir.BlockArgument(value).arg_number - 1
+            if index < 0:
+                return unknown
+            return _loop_strides(parent, index, identity, unknown, module_op, assumed, _depth)
+        return unknown
+    op = owner.operation
+    name = op.name
+    number = ir.OpResult(value).result_number
+    if name in ("tensor.empty", "arith.constant", "bufferization.alloc_tensor"):
+        return identity
+    if name == "tensor.extract_slice":
+        source = op.operands[0]
+        base = buffer_strides(source, module_op, assumed, _depth + 1)
+        sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+        steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        full = [_dynamic_stride() if b == _dynamic_stride() or k == _dynamic_stride() else b * k
+                for b, k in zip(base, steps)]
+        if len(sizes) == type_.rank:
+            return full
+        # Rank-reduced: the kept dimensions are the result's; which unit
+        # dimensions were dropped is ambiguous, so unit dimensions of the
+        # result get a dynamic stride (any value fits them).
+        kept, j = [], 0
+        shape = list(type_.shape)
+        for size, stride in zip(sizes, full):
+            if j < len(shape) and (size == shape[j] or size == _dynamic()):
+                kept.append(stride if shape[j] != 1 else _dynamic_stride())
+                j += 1
+            elif size != 1:
+                return unknown
+        return kept if j == len(shape) else unknown
+    if name in ("tdf.call", "tdf.call_inplace") and module_op is not None:
+        from ._kernels import function_type, lookup_symbol
+        kernel = lookup_symbol(module_op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        if kernel is None or kernel.name != "func.func":
+            return unknown
+        inputs = list(function_type(kernel).inputs)
+        indices = [-1] * len(op.results)
+        if name == "tdf.call_inplace":
+            indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
+        if indices[number] >= 0:
+            param = indices[number]
+        else:
+            param = len(op.operands) + sum(1 for i in indices[:number] if i < 0)
+        if param >= len(inputs) or not isinstance(inputs[param], ir.MemRefType):
+            return unknown
+        return _param_strides(inputs[param], type_)
+    if name in ("tensor.insert_slice", "tensor.insert"):
+        return identity_if(op.operands[1])
+    if name in ("tensor.cast", "tdf.assume_unaliased", "tensor.expand_shape",
+                "tensor.collapse_shape"):
+        return identity_if(op.operands[0])
+    if name.startswith("linalg.") and len(op.operands) >= len(op.results):
+        return identity_if(op.operands[len(op.operands) - len(op.results) + number])
+    if name == "scf.for":
+        return _loop_strides(op, number, identity, unknown, module_op, assumed, _depth)
+    return unknown
+
+
+def _loop_strides(loop, index, identity, unknown, module_op, assumed, depth):
+    """Strides of carried value ``index`` of ``scf.for`` ``loop`` (its region
+    argument and its result have one buffer type): the identity when the init
+    and the yielded value both have it (One-Shot promotes a mismatch to a
+    fully dynamic layout)."""
+    n_control = 3
+    init = loop.operands[n_control + index]
+    body = loop.regions[0].blocks[0]
+    arg = body.arguments[1 + index]
+    if not isinstance(init.type, ir.RankedTensorType):
+        return unknown
+    if buffer_strides(init, module_op, assumed, depth + 1) != row_major(
+            ir.RankedTensorType(init.type).shape):
+        return unknown
+    terminator = list(body.operations)[-1]
+    yielded = terminator.operands[index]
+    inner = dict(assumed)
+    inner[arg] = identity
+    if buffer_strides(yielded, module_op, inner, depth + 1) != identity:
+        return unknown
+    return identity

@@ -56,7 +56,11 @@ Rewrites, in this order, per function:
    counts the rewrites);
 3. ``tdf.call @k(...)`` → ``tdf.call_inplace @k_inplace(...) inplace [...]``
    (one index per result; ``-1`` where no operand qualifies), generating or
-   reusing the in-place kernel variant;
+   reusing the in-place kernel variant; an in-place operand that is a
+   ``tensor.extract_slice`` whose result is only inserted back (the
+   read-modify-write of a row) gets a clone of the variant taking the
+   slice's strided layout (:func:`_slice_layout_variant`), so the row is
+   updated where it lies;
 4. an element-wise linalg op on tensors whose init is a ``tensor.empty``
    (not read by its payload): the init becomes the dead input (identity map);
 5. One-Shot Bufferize's analysis (on a copy) judges the calls of step 3: one
@@ -114,8 +118,8 @@ from mlir import ir
 from ._ir import collect_ops
 from ._kernels import (INPLACE_OF_ATTR, KernelInfo, function_type, identity_operands, is_elementwise_linalg,
                        reads_output,
-                       layout_variant, lookup_symbol, strided_type)
-from ._shapes import fresh_shape_operand, same_sizes
+                       layout_variant, lookup_symbol, strided_type, STRIDED_OF_ATTR)
+from ._shapes import buffer_strides, fresh_shape_operand, same_sizes
 from .alias import AliasAnalysis
 from .liveness import Liveness, function_bodies, is_tensor, op_key
 from .registry import PassContext, PassOption, register_pass
@@ -566,22 +570,27 @@ def _reassociation(op) -> list[list[int]]:
             for group in ir.ArrayAttr(op.attributes["reassociation"])]
 
 
-def _slice_strides(insert, shape) -> list[int] | None:
-    """Memref strides of the slice ``insert`` writes, seen with the static
-    ``shape`` (its sizes, possibly with unit dimensions dropped: a rank
-    reduction), in an identity-layout destination; unit dimensions get a
-    dynamic stride (any value fits them, so rank reduction needs no
-    guessing). None when a size or stride is dynamic or ``shape`` is no rank
-    reduction of the sizes."""
-    dest = ir.RankedTensorType(insert.operands[1].type)
-    sizes = list(ir.DenseI64ArrayAttr(insert.attributes["static_sizes"]))
-    steps = list(ir.DenseI64ArrayAttr(insert.attributes["static_strides"]))
+def _slice_strides(op, shape, base: int = 1, module_op=None) -> list[int] | None:
+    """Memref strides of the slice a ``tensor.insert_slice`` ``op`` writes
+    (``base=1``: in its destination) or a ``tensor.extract_slice`` reads
+    (``base=0``: in its source), seen with the static ``shape`` (its sizes,
+    possibly with unit dimensions dropped: a rank reduction), in the buffer
+    One-Shot Bufferize gives that destination or source
+    (:func:`~tdf.passes._shapes.buffer_strides`, kernels looked up in
+    ``module_op``: dynamic where not known statically, e.g. a slice of a
+    loop-carried value); unit dimensions get a dynamic stride (any value fits
+    them, so rank reduction needs no guessing). A kernel parameter of this
+    layout takes the slice's subview through a ``memref.cast`` that never
+    fails. None when the source has a dynamic shape, a size is dynamic or
+    ``shape`` is no rank reduction of the sizes."""
+    source = op.operands[base]
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
     dynamic = ir.ShapedType.get_dynamic_size()
-    if not dest.has_static_shape:
+    if not ir.RankedTensorType(source.type).has_static_shape or dynamic in sizes:
         return None
-    if dynamic in sizes or any(s == _dynamic() for s in steps):
-        return None
-    full = [r * k for r, k in zip(_row_major(dest.shape), steps)]
+    full = [_dynamic() if r == _dynamic() or k == _dynamic() else r * k
+            for r, k in zip(buffer_strides(source, module_op), steps)]
     out, shape, j = [], list(shape), 0
     for size, stride in zip(sizes, full):
         if j < len(shape) and shape[j] == size:
@@ -590,6 +599,65 @@ def _slice_strides(insert, shape) -> list[int] | None:
         elif size != 1:
             return None
     return out if j == len(shape) else None
+
+
+def _slice_layout_variant(module_op, name, operands, indices, results) -> str:
+    """The in-place kernel variant to call instead of ``@name`` (step 3):
+    each in-place parameter ``i`` whose operand is the result of a
+    ``tensor.extract_slice`` -- passed to the call once, of static shape,
+    with static sizes -- takes the layout that slice's subview has after
+    bufferization, ``strided<[strides], offset: ?>`` (:func:`_slice_strides`:
+    a unit dimension's stride is ``?``), in one clone of the variant
+    (:func:`layout_variant`, ``tdf.strided_of = @name``), so that One-Shot
+    Bufferize passes the subview with a ``memref.cast`` instead of copying
+    it into a fresh identity-layout buffer and back (the read-modify-write
+    of a row: ``extract_slice``, call in place, ``insert_slice`` at the same
+    place). Only the layout of the parameter changes: which storage the
+    result reuses was decided before. Only when every stride of a dimension
+    larger than one is known statically (a slice of a loop-carried value or
+    with a dynamic step keeps the identity variant and its copy, which
+    vectorizes better than a kernel on unknown strides). ``name`` unchanged
+    when the variant is a declaration or its body uses a parameter in an op
+    whose types depend on the layout.
+
+    The in-place result (one of ``results``) then has the slice's layout:
+    only when its every use is as the source of a ``tensor.insert_slice``
+    (whose result has its destination's buffer), so that no other buffer
+    type changes -- a strided parameter chosen earlier for a slice of a
+    value derived from this result relies on that value's layout
+    (:func:`~tdf.passes._shapes.buffer_strides`), and a loop yielding it
+    would get a fully dynamic layout."""
+    changes = {}
+    kernel = None
+    for j, i in enumerate(indices):
+        if i < 0:
+            continue
+        if any(use.owner.operation.name != "tensor.insert_slice" or use.operand_number != 0
+               for use in results[j].uses):
+            continue
+        value = operands[i]
+        if isinstance(value.owner, ir.Block) \
+                or value.owner.operation.name != "tensor.extract_slice" \
+                or sum(1 for other in operands if other == value) != 1:
+            continue
+        tensor = ir.RankedTensorType(value.type)
+        if not tensor.has_static_shape:
+            continue
+        strides = _slice_strides(value.owner.operation, tensor.shape, base=0, module_op=module_op)
+        if strides is None or any(s == _dynamic() for s, n in zip(strides, tensor.shape) if n != 1):
+            continue
+        if kernel is None:
+            kernel = lookup_symbol(module_op, name)
+            if kernel is None or kernel.name != "func.func":
+                return name
+        param = function_type(kernel).inputs[i]
+        if not isinstance(param, ir.MemRefType) or list(param.shape) != list(tensor.shape):
+            continue
+        changes[i] = strided_type(param, strides)
+    if not changes:
+        return name
+    variant, _ = layout_variant(module_op, kernel, changes)
+    return name if variant is None else variant
 
 
 def _inverse_view_strides(view, strides, shape) -> list[int] | None:
@@ -603,7 +671,7 @@ def _inverse_view_strides(view, strides, shape) -> list[int] | None:
         for group in groups:
             sized = [(shape[d], strides[d]) for d in group if shape[d] != 1]
             for (_, outer), (size, inner) in zip(sized, sized[1:]):
-                if outer != inner * size:
+                if _dynamic() in (outer, inner) or outer != inner * size:
                     return None
             out.append(sized[-1][1] if len(sized) and _size(sized) != 1 else _dynamic())
         return out
@@ -745,12 +813,12 @@ def _insert_slice_plan(insert, chain, producer, module_op, analysis):
             return reject("fits", "only a static-shaped part is computed into a slice")
     # Views that only add or drop unit dimensions vanish: the part is the
     # slice seen rank-reduced (one extract/insert pair, no reshape).
-    direct = _slice_strides(insert, ir.RankedTensorType(part.type).shape)
+    direct = _slice_strides(insert, ir.RankedTensorType(part.type).shape, module_op=module_op)
     if direct is not None:
         strides = direct
     else:
         shape = list(ir.RankedTensorType(insert.operands[0].type).shape)
-        strides = _slice_strides(insert, shape)
+        strides = _slice_strides(insert, shape, module_op=module_op)
         if strides is None:
             return reject("fits", "the slice has dynamic sizes or strides")
         for view in chain:
@@ -1024,6 +1092,7 @@ class _Rewriter:
         if name is None:
             self.reject(Rejection("kernel", op, op.location, max(indices), [why]))
             return 0
+        name = _slice_layout_variant(self.module_op, name, operands, indices, list(op.results))
         for rejection in pending.values():
             # an operand rejected for one result but used by another is fine
             if rejection.operand not in taken:
@@ -1206,6 +1275,11 @@ def keep_one_shot_agreement(module_op, generated, ctx: PassContext | None = None
                 keep.append((call, callee))
                 continue
             variants.add(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+            # a strided clone of an in-place variant (_slice_layout_variant)
+            # and that variant itself
+            strided = lookup_symbol(module_op, ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+            if strided is not None and STRIDED_OF_ATTR in strided.attributes:
+                variants.add(ir.FlatSymbolRefAttr(strided.attributes[STRIDED_OF_ATTR]).value)
             with ir.InsertionPoint(call), call.location:
                 new = ir.Operation.create("tdf.call", results=[r.type for r in call.results],
                                           operands=list(call.operands),
@@ -1230,7 +1304,10 @@ def keep_one_shot_agreement(module_op, generated, ctx: PassContext | None = None
                 for c in collect_ops(module_op, ("tdf.call", "tdf.call_inplace", "func.call"))}
         for func in collect_ops(module_op, "func.func"):
             name = ir.StringAttr(func.attributes["sym_name"]).value
-            if name in variants and name not in used and INPLACE_OF_ATTR in func.attributes:
+            if name in variants and name not in used and (
+                    INPLACE_OF_ATTR in func.attributes
+                    or (STRIDED_OF_ATTR in func.attributes
+                        and ir.FlatSymbolRefAttr(func.attributes[STRIDED_OF_ATTR]).value in variants)):
                 func.erase()
     return reverted
 
