@@ -89,8 +89,7 @@ bool isElementwiseKernel(func::FuncOp kernel) {
 MemRefType identityType(Type type) {
   auto memref = cast<MemRefType>(type);
   return MemRefType::get(memref.getShape(), memref.getElementType(),
-                         MemRefLayoutAttrInterface(),
-                         memref.getMemorySpace());
+                         MemRefLayoutAttrInterface(), memref.getMemorySpace());
 }
 
 /// The buffer type of a kernel call result of type `tensor` computed in a
@@ -146,7 +145,8 @@ LogicalResult getCallArguments(Operation *op, FunctionType fnType,
 /// buffers, in-place results reuse the buffer of their operand, the others
 /// get fresh allocations appended as output parameters.
 /// `inplaceIndices[i]` is the operand whose storage result `i` reuses, or -1.
-LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndices,
+LogicalResult bufferizeKernelCall(Operation *op,
+                                  ArrayRef<int64_t> inplaceIndices,
                                   RewriterBase &rewriter,
                                   const BufferizationOptions &options,
                                   BufferizationState &state) {
@@ -161,7 +161,8 @@ LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndice
   SmallVector<Value> results, freshOutputs;
   unsigned nextOutput = op->getNumOperands();
   for (auto [resultIndex, operandIndex] : llvm::enumerate(inplaceIndices)) {
-    auto tensorType = cast<RankedTensorType>(op->getResult(resultIndex).getType());
+    auto tensorType =
+        cast<RankedTensorType>(op->getResult(resultIndex).getType());
     if (operandIndex >= 0) {
       // Cast back after the call (below) when the kernel's parameter is more
       // dynamic than the operand.
@@ -187,10 +188,12 @@ LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndice
         rewriter, op->getLoc(), identityType(bufferType), dynamicSizes);
     if (failed(alloc))
       return failure();
-    FailureOr<Value> result = adaptBuffer(rewriter, *alloc, bufferType, options);
+    FailureOr<Value> result =
+        adaptBuffer(rewriter, *alloc, bufferType, options);
     if (failed(result))
       return failure();
-    FailureOr<Value> adapted = adaptBuffer(rewriter, *result, paramType, options);
+    FailureOr<Value> adapted =
+        adaptBuffer(rewriter, *result, paramType, options);
     if (failed(adapted))
       return failure();
     results.push_back(*result);
@@ -198,8 +201,8 @@ LogicalResult bufferizeKernelCall(Operation *op, ArrayRef<int64_t> inplaceIndice
   }
   // Output parameters follow the operands, in result order.
   args.append(freshOutputs);
-  func::CallOp::create(rewriter, op->getLoc(), kernel.getSymName(),
-                       TypeRange(), args);
+  func::CallOp::create(rewriter, op->getLoc(), kernel.getSymName(), TypeRange(),
+                       args);
   // An in-place result whose kernel parameter is more dynamic than the
   // result (a generic kernel) is the operand's buffer cast back to the
   // result's sizes, after the call: whatever later copies the result (e.g.
@@ -444,8 +447,7 @@ void AliasCutState::computeCuts(func::FuncOp func) {
       OpOperand &operand = op->getOpOperand(index);
       OpResult result = op->getResult(resultIndex);
       unsigned id = components.find(operand.get());
-      if (op->getBlock() == &block &&
-          llvm::count(inplaceComponents, id) == 1 &&
+      if (op->getBlock() == &block && llvm::count(inplaceComponents, id) == 1 &&
           components.canCutAfter(id, op, kMinCutComponent))
         candidates.push_back({&operand, result});
       else
@@ -507,9 +509,10 @@ struct CallOpModel
     return {};
   }
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
-  FailureOr<BufferLikeType>
-  getBufferType(Operation *op, Value value, const BufferizationOptions &,
-                const BufferizationState &, SmallVector<Value> &) const {
+  FailureOr<BufferLikeType> getBufferType(Operation *op, Value value,
+                                          const BufferizationOptions &,
+                                          const BufferizationState &,
+                                          SmallVector<Value> &) const {
     SmallVector<int64_t> indices(op->getNumResults(), -1);
     return kernelResultBufferType(op, value, indices);
   }
@@ -553,9 +556,10 @@ struct CallInplaceOpModel
                                      ArrayRef<OpOperand *>) const {
     return isElementwiseKernel(lookupKernel(op));
   }
-  FailureOr<BufferLikeType>
-  getBufferType(Operation *op, Value value, const BufferizationOptions &,
-                const BufferizationState &, SmallVector<Value> &) const {
+  FailureOr<BufferLikeType> getBufferType(Operation *op, Value value,
+                                          const BufferizationOptions &,
+                                          const BufferizationState &,
+                                          SmallVector<Value> &) const {
     return kernelResultBufferType(op, value,
                                   cast<CallInplaceOp>(op).getInplaceIndices());
   }
@@ -589,9 +593,10 @@ struct CallOpaqueOpModel
                           /*isDefinite=*/false});
     return aliases;
   }
-  FailureOr<BufferLikeType>
-  getBufferType(Operation *op, Value value, const BufferizationOptions &,
-                const BufferizationState &, SmallVector<Value> &) const {
+  FailureOr<BufferLikeType> getBufferType(Operation *op, Value value,
+                                          const BufferizationOptions &,
+                                          const BufferizationState &,
+                                          SmallVector<Value> &) const {
     func::FuncOp callee = lookupKernel(op);
     if (!callee)
       return op->emitOpError("callee not found during bufferization");
@@ -609,9 +614,8 @@ struct CallOpaqueOpModel
     SmallVector<Value> args;
     if (failed(getCallArguments(op, fnType, rewriter, options, state, args)))
       return failure();
-    auto call = func::CallOp::create(rewriter, op->getLoc(),
-                                     callee.getSymName(),
-                                     fnType.getResults(), args);
+    auto call = func::CallOp::create(
+        rewriter, op->getLoc(), callee.getSymName(), fnType.getResults(), args);
     replaceOpWithBufferizedValues(rewriter, op, call.getResults());
     return success();
   }

@@ -56,10 +56,10 @@ LogicalResult TDFDialect::verifyRegionArgAttribute(Operation *op,
   return success();
 }
 
-LogicalResult TDFDialect::verifyRegionResultAttribute(Operation *op,
-                                                      unsigned regionIndex,
-                                                      unsigned resultIndex,
-                                                      NamedAttribute attribute) {
+LogicalResult
+TDFDialect::verifyRegionResultAttribute(Operation *op, unsigned regionIndex,
+                                        unsigned resultIndex,
+                                        NamedAttribute attribute) {
   if (attribute.getName() == getDonateAttrName())
     return op->emitError() << "'" << getDonateAttrName()
                            << "' is only valid on function arguments, not on "

@@ -1,4 +1,5 @@
-//===- TDFOps.cpp - tdf dialect operations ---------------------------------===//
+//===- TDFOps.cpp - tdf dialect operations
+//---------------------------------===//
 //
 // Verifiers and symbol checks of the tdf operations.
 //
@@ -192,10 +193,11 @@ static LogicalResult verifyNoDonatedParam(Operation *op, func::FuncOp kernel) {
 /// parameter per operand followed by one output memref per type in
 /// `freshOutputs` (the result indices are `freshResultIndices`), and returns
 /// nothing.
-static LogicalResult
-verifyKernelSignature(Operation *op, FlatSymbolRefAttr calleeName,
-                      ValueRange operands, ArrayRef<unsigned> freshResults,
-                      SymbolTableCollection &symbolTable) {
+static LogicalResult verifyKernelSignature(Operation *op,
+                                           FlatSymbolRefAttr calleeName,
+                                           ValueRange operands,
+                                           ArrayRef<unsigned> freshResults,
+                                           SymbolTableCollection &symbolTable) {
   func::FuncOp callee = lookupCallee(op, calleeName, symbolTable);
   if (!callee)
     return failure();
@@ -214,16 +216,15 @@ verifyKernelSignature(Operation *op, FlatSymbolRefAttr calleeName,
     return op->emitOpError()
            << "kernel " << calleeName << " takes " << fnType.getNumInputs()
            << " parameter(s), but the call passes " << operands.size()
-           << " operand(s) and " << freshResults.size()
-           << " fresh output(s)";
+           << " operand(s) and " << freshResults.size() << " fresh output(s)";
   for (auto [index, operand] : llvm::enumerate(operands)) {
     Type param = fnType.getInput(index);
     if (!paramAccepts(param, operand.getType()))
       return op->emitOpError()
              << "operand #" << index << " of type " << operand.getType()
              << " does not match parameter #" << index << " of kernel "
-             << calleeName << ": expected " << expectedParamText(operand.getType())
-             << ", got " << param;
+             << calleeName << ": expected "
+             << expectedParamText(operand.getType()) << ", got " << param;
   }
   for (auto [position, resultIndex] : llvm::enumerate(freshResults)) {
     unsigned paramIndex = operands.size() + position;
@@ -319,8 +320,8 @@ LogicalResult CallInplaceOp::verify() {
         resultOfOperand.try_emplace(operandIndex, (unsigned)resultIndex);
     if (!inserted)
       return emitOpError() << "operand #" << operandIndex
-                           << " is used in place by both result #"
-                           << it->second << " and result #" << resultIndex;
+                           << " is used in place by both result #" << it->second
+                           << " and result #" << resultIndex;
     Type operandType = getOperand(operandIndex).getType();
     Type resultType = getResult(resultIndex).getType();
     if (!isa<RankedTensorType>(operandType))
@@ -341,8 +342,7 @@ LogicalResult CallInplaceOp::verify() {
 LogicalResult
 CallInplaceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   SmallVector<unsigned> fresh;
-  for (auto [resultIndex, operandIndex] :
-       llvm::enumerate(getInplaceIndices()))
+  for (auto [resultIndex, operandIndex] : llvm::enumerate(getInplaceIndices()))
     if (operandIndex == -1)
       fresh.push_back(resultIndex);
   return verifyKernelSignature(*this, getCalleeAttr(), getOperands(), fresh,

@@ -80,10 +80,11 @@ bool isPassRegistered(const std::string &argument);
 /// Registers the tdf dialect and its interface models in `registry`.
 void registerDialect(MlirDialectRegistry registry);
 
-/// Emits a diagnostic at `loc` (severity: 0 error, 1 warning, 2 remark) with optional notes at other locations.
-void emitDiagnostic(MlirLocation loc, int severity, const std::string &message,
-                    const std::vector<std::pair<MlirLocation, std::string>>
-                        &notes);
+/// Emits a diagnostic at `loc` (severity: 0 error, 1 warning, 2 remark) with
+/// optional notes at other locations.
+void emitDiagnostic(
+    MlirLocation loc, int severity, const std::string &message,
+    const std::vector<std::pair<MlirLocation, std::string>> &notes);
 
 /// Registers tdf's C++ passes on the math dialect (tdf-math-approximation,
 /// tdf-convert-math-to-libm) with the global pass registry; idempotent.

@@ -54,8 +54,8 @@ bool collectOps(Operation *op, ArrayRef<std::string> ops, StringRef allowed,
   for (const std::string &entry : ops) {
     StringRef name = mnemonic(StringRef(entry).trim());
     if (!known.contains(name)) {
-      op->emitError() << "unsupported math op '" << entry << "' (expected one of "
-                      << allowed << ")";
+      op->emitError() << "unsupported math op '" << entry
+                      << "' (expected one of " << allowed << ")";
       return false;
     }
     set.insert(name);
@@ -95,9 +95,9 @@ struct MathApproximationPass
     if (!collectOps(getOperation(), ops, kApproximable, selected))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns,
-        [&](StringRef name) { return selected.contains(mnemonic(name)); });
+    populateMathPolynomialApproximationPatterns(patterns, [&](StringRef name) {
+      return selected.contains(mnemonic(name));
+    });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

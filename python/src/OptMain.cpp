@@ -56,9 +56,9 @@
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ThreadPool.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -100,12 +100,12 @@ std::vector<std::string> dialectNames() {
 
 /// The positional input and `-o`, as mlir-opt declares them.
 struct FileOptions {
-  llvm::cl::opt<std::string> inputFilename{
-      llvm::cl::Positional, llvm::cl::desc("<input file>"),
-      llvm::cl::init("-")};
+  llvm::cl::opt<std::string> inputFilename{llvm::cl::Positional,
+                                           llvm::cl::desc("<input file>"),
+                                           llvm::cl::init("-")};
   llvm::cl::opt<std::string> outputFilename{
-      "o", llvm::cl::desc("Output filename"),
-      llvm::cl::value_desc("filename"), llvm::cl::init("-")};
+      "o", llvm::cl::desc("Output filename"), llvm::cl::value_desc("filename"),
+      llvm::cl::init("-")};
 };
 
 FileOptions *fileOptions = nullptr;
@@ -235,7 +235,8 @@ LogicalResult verifyRoundTrip(Operation *op, const MlirOptMainConfig &config,
   }
   std::string reference, result;
   {
-    OpPrintingFlags flags = OpPrintingFlags().printGenericOpForm().enableDebugInfo();
+    OpPrintingFlags flags =
+        OpPrintingFlags().printGenericOpForm().enableDebugInfo();
     llvm::raw_string_ostream referenceOs(reference);
     op->print(referenceOs, flags);
     llvm::raw_string_ostream resultOs(result);
@@ -259,7 +260,8 @@ LogicalResult enableRemarks(MLIRContext &context,
       config.getRemarksAllFilter(), config.getRemarksPassedFilter(),
       config.getRemarksMissedFilter(), config.getRemarksAnalyseFilter(),
       config.getRemarksFailedFilter()};
-  auto policy = [&]() -> std::unique_ptr<remark::detail::RemarkEmittingPolicyBase> {
+  auto policy =
+      [&]() -> std::unique_ptr<remark::detail::RemarkEmittingPolicyBase> {
     if (config.getRemarkPolicy() == RemarkPolicy::REMARK_POLICY_FINAL)
       return std::make_unique<remark::RemarkEmittingPolicyFinal>();
     return std::make_unique<remark::RemarkEmittingPolicyAll>();
@@ -464,7 +466,8 @@ private:
       text = text.drop_front(open + 2);
       size_t close = text.find("}}");
       regex += "(" + text.take_front(close).str() + ")";
-      text = close == StringRef::npos ? StringRef() : text.drop_front(close + 2);
+      text =
+          close == StringRef::npos ? StringRef() : text.drop_front(close + 2);
     }
     return regex;
   }
@@ -635,10 +638,9 @@ std::vector<std::string> neededLibraries(StringRef path) {
         break;
       if (entries[k].d_tag == DT_NEEDED &&
           entries[k].d_un.d_val < strings.sh_size)
-        needed.emplace_back(
-            table + entries[k].d_un.d_val,
-            strnlen(table + entries[k].d_un.d_val,
-                    strings.sh_size - entries[k].d_un.d_val));
+        needed.emplace_back(table + entries[k].d_un.d_val,
+                            strnlen(table + entries[k].d_un.d_val,
+                                    strings.sh_size - entries[k].d_un.d_val));
     }
   }
   return needed;
@@ -692,8 +694,8 @@ bool checkPlugins(ArrayRef<std::string> args) {
       return false;
     }
     if (!library.getAddressOfSymbol(entry.str().c_str())) {
-      llvm::errs() << args[0] << ": plugin '" << path << "' has no "
-                   << entry << " entry point\n";
+      llvm::errs() << args[0] << ": plugin '" << path << "' has no " << entry
+                   << " entry point\n";
       return false;
     }
   }
@@ -729,16 +731,23 @@ bool checkDebugCounters(ArrayRef<std::string> args) {
       if (!entry.contains('='))
         problem = ("expected DebugCounter argument to have an `=` separating "
                    "the counter name and value, but the provided argument "
-                   "was: `" + entry + "`").str();
+                   "was: `" +
+                   entry + "`")
+                      .str();
       else if (number.getAsInteger(0, parsed))
         problem = ("expected DebugCounter counter value to be numeric, but "
-                   "got `" + number + "`").str();
+                   "got `" +
+                   number + "`")
+                      .str();
       else if (!name.ends_with("-skip") && !name.ends_with("-count"))
         problem = ("expected DebugCounter counter name to end with either "
-                   "`-skip` or `-count`, but got `" + name + "`").str();
+                   "`-skip` or `-count`, but got `" +
+                   name + "`")
+                      .str();
       if (!problem.empty()) {
-        llvm::errs() << args[0] << ": for the --mlir-debug-counter option: "
-                     << problem << "\n";
+        llvm::errs() << args[0]
+                     << ": for the --mlir-debug-counter option: " << problem
+                     << "\n";
         return false;
       }
     }

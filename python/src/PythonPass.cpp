@@ -40,8 +40,8 @@ public:
       case 'i':
         intOptions.push_back(std::make_unique<Option<int64_t>>(
             *this, opt.name, llvm::cl::desc(opt.description),
-            llvm::cl::init((int64_t)std::strtoll(opt.defaultValue.c_str(),
-                                                 nullptr, 10))));
+            llvm::cl::init(
+                (int64_t)std::strtoll(opt.defaultValue.c_str(), nullptr, 10))));
         break;
       default:
         stringOptions.push_back(std::make_unique<Option<std::string>>(
@@ -80,8 +80,8 @@ public:
     }
     std::vector<int64_t> counters(statistics.size(), 0);
     std::string error;
-    bool ok = spec.run(spec.userData, wrap(getOperation()), values, counters,
-                       error);
+    bool ok =
+        spec.run(spec.userData, wrap(getOperation()), values, counters, error);
     for (size_t k = 0; k < counters.size(); ++k)
       *statistics[k] += counters[k];
     if (ok)
@@ -135,8 +135,8 @@ std::string tdfpy::registerPythonPass(const PythonPassSpec &spec) {
 }
 
 std::string tdfpy::registerPipeline(const std::string &argument,
-                                  const std::string &description,
-                                  PipelineExpandFn expand, void *userData) {
+                                    const std::string &description,
+                                    PipelineExpandFn expand, void *userData) {
   if (argument.empty())
     return "a pipeline needs a non-empty argument";
   if (isPassRegistered(argument))
@@ -148,9 +148,9 @@ std::string tdfpy::registerPipeline(const std::string &argument,
   std::string name = argument;
   registerPassPipeline(
       arg, desc,
-      [expand, userData, name](
-          OpPassManager &pm, StringRef options,
-          function_ref<LogicalResult(const Twine &)> errorHandler)
+      [expand, userData,
+       name](OpPassManager &pm, StringRef options,
+             function_ref<LogicalResult(const Twine &)> errorHandler)
           -> LogicalResult {
         std::string expanded;
         if (!expand(userData, options.str(), expanded))
@@ -159,8 +159,8 @@ std::string tdfpy::registerPipeline(const std::string &argument,
         llvm::raw_string_ostream os(errors);
         if (failed(parsePassPipeline(expanded, pm, os)))
           return errorHandler("pipeline '" + name + "' expanded to '" +
-                              expanded + "', which does not parse: " +
-                              os.str());
+                              expanded +
+                              "', which does not parse: " + os.str());
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)>) {});

@@ -155,7 +155,7 @@ NB_MODULE(_tdf, m) {
          nb::object expand) {
         void *userData = expand.release().ptr(); // kept for the process
         std::string error = tdfpy::registerPipeline(argument, description,
-                                                  expandPipeline, userData);
+                                                    expandPipeline, userData);
         if (!error.empty()) {
           nb::handle(static_cast<PyObject *>(userData)).dec_ref();
           throw nb::value_error(error.c_str());
