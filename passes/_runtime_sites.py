@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..vocabulary import RUNTIME_SITES_ATTR as SITES_ATTR
 from ._ir import collect_ops, sym_name
 
-SITES_ATTR = "tdf.runtime_sites"
 SEPARATOR = "\x1f"
 BOUNDS_ERROR = "tdf_rt_bounds_error"
 ALLOC_ERROR = "tdf_rt_alloc_error"

@@ -30,26 +30,12 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..vocabulary import element_nbytes
 from ._ir import collect_ops, has_body
 from ._runtime_sites import ALLOC_ERROR, SiteTable, declare, emit_failure_branch
 from .registry import PassContext, register_pass
 
 __all__ = ["alloc_checks"]
-
-
-def _element_bytes(element) -> int:
-    text = str(element)
-    if text == "index":
-        return 8
-    if text == "i1":
-        return 1
-    width = getattr(element, "width", None)
-    if width is None:
-        try:
-            width = ir.FloatType(element).width
-        except ValueError:
-            width = 64
-    return max(1, (width + 7) // 8)
 
 
 def _index_const(n):
@@ -82,7 +68,7 @@ def alloc_checks(op, ctx: PassContext) -> None:
                 static *= size
         if static == 0:
             continue
-        static *= _element_bytes(mtype.element_type)
+        static *= element_nbytes(mtype.element_type) or 8
         with ir.InsertionPoint.after(alloc), alloc.location:
             pointer = ir.Operation.create("memref.extract_aligned_pointer_as_index",
                                           results=[index], operands=[alloc.results[0]]).result

@@ -27,36 +27,19 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..vocabulary import ASSUME_UNALIASED, DEST_OPERAND, DONATE_ATTR, TENSOR_VIEW_OPS, WRITABLE_ATTR
 from ._ir import arg_dicts, collect_ops, function_type, has_body, set_arg_dicts
 from .registry import PassContext, PassOption, register_pass
 
-DONATE_ATTR = "tdf.donate"
-WRITABLE_ATTR = "bufferization.writable"
-
-# Ops whose operand #i is updated (destination) in a functional way.
-_DEST_OPERANDS = {
-    "tensor.insert_slice": (1,),
-    "tensor.insert": (1,),
-    "tensor.scatter": (1,),
-    "tensor.parallel_insert_slice": (1,),
-}
 # Ops whose result is a view of operand #0.
-_VIEW_OPS = {
-    "tensor.extract_slice",
-    "tensor.expand_shape",
-    "tensor.collapse_shape",
-    "tensor.cast",
-    "tensor.reshape",
-    "tensor.bitcast",
-    "tdf.assume_unaliased",
-}
+_VIEW_OPS = TENSOR_VIEW_OPS | {ASSUME_UNALIASED}
 
 
 def _is_update_use(use) -> bool:
     owner = use.owner
     name = owner.name
     index = use.operand_number
-    if index in _DEST_OPERANDS.get(name, ()):
+    if DEST_OPERAND.get(name) == index:
         return True
     if name == "tdf.call_inplace":
         indices = list(ir.DenseI64ArrayAttr(owner.attributes["inplace_indices"]))

@@ -376,9 +376,10 @@ def test_final_module_translates_and_needs_only_the_cuda_runtime():
     the only missing symbols are the mgpu* entry points of
     libmlir_cuda_runtime.so (the GPU runtime ABI), PTX loaded by the driver."""
     code = ("import tdf.gpu as g\n"
+            "from tdf.jit_symbols import runtime_libs\n"
             "from mlir.execution_engine import ExecutionEngine\n"
             f"p = g.compile_nvvm({KV!r}, inplace=False, ptxas=False)\n"
-            "e = ExecutionEngine(p.module, opt_level=2, shared_libs=[g._mlir_lib('libmlir_c_runner_utils.so')])\n"
+            "e = ExecutionEngine(p.module, opt_level=2, shared_libs=runtime_libs())\n"
             "try:\n"
             "    e.lookup('step')\n"
             "except RuntimeError as err:\n"

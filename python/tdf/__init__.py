@@ -1,6 +1,6 @@
 """tdf: in-place tensor dataflow for MLIR.
 
-The public Python API (see DESIGN.md):
+The public Python API (docs/Runtime.md describes compile and calls):
 
     import tdf
     ctx = tdf.Context()                  # mlir.ir.Context with tdf + upstream dialects
@@ -12,13 +12,12 @@ Importing the package registers the tdf dialect and every tdf pass and
 pipeline with MLIR, so they can be named in textual pipelines.
 """
 
-from .context import Context
-from .errors import TDFError, ParseError, PipelineError, DiagnosticRecord
-from .parsing import parse
-from .pipeline import run_pipeline
-
 # Registers the Python passes and pipelines with MLIR's pass registry.
 from . import passes as _passes  # noqa: F401
+from .context import Context
+from .errors import DiagnosticRecord, ParseError, PipelineError, TDFError
+from .parsing import parse
+from .pipeline import run_pipeline
 
 __all__ = [
     "Context",

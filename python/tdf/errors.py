@@ -10,6 +10,8 @@ __all__ = [
     "TDFError",
     "ParseError",
     "PipelineError",
+    "CompileError",
+    "StrictModeError",
     "format_location",
 ]
 
@@ -38,7 +40,7 @@ class DiagnosticRecord:
     severity: str
     location: str
     message: str
-    notes: list["DiagnosticRecord"] = field(default_factory=list)
+    notes: list[DiagnosticRecord] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"{self.location}: {self.severity}: {self.message}"]
@@ -46,7 +48,7 @@ class DiagnosticRecord:
         return "\n".join(lines)
 
     @staticmethod
-    def from_mlir(diag, filename: str | None = None) -> "DiagnosticRecord":
+    def from_mlir(diag, filename: str | None = None) -> DiagnosticRecord:
         """Converts an ``ir.Diagnostic`` or ``ir.DiagnosticInfo``."""
         severity = str(diag.severity).rsplit(".", 1)[-1].lower()
         return DiagnosticRecord(
@@ -75,3 +77,12 @@ class ParseError(TDFError):
 
 class PipelineError(TDFError):
     """A pass pipeline that does not parse, has bad options, or fails."""
+
+
+class CompileError(TDFError):
+    """A program tdf.compile cannot compile (unsupported signature, missing
+    kernel symbol, bad option)."""
+
+
+class StrictModeError(CompileError):
+    """``strict=True`` and a ``tdf.call_inplace`` operand would be copied."""

@@ -27,21 +27,22 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import importlib.util
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 
 from mlir import ir
 
 from .context import Context
-from .errors import TDFError
+from .errors import TDFError, format_location
+from .jit_symbols import mlir_lib
 from .parsing import parse
 from .passes._ir import collect_ops
 from .pipeline import run_pipeline
+from .report import GPUReport, record_gpu_stage
+from .vocabulary import DTYPES, EMIT_C_INTERFACE_ATTR
 
 __all__ = [
     "compile_nvvm",
@@ -94,86 +95,12 @@ def cuda_available() -> tuple[bool, str]:
     return True, ""
 
 
-def _mlir_lib(name: str) -> str:
-    root = list(importlib.util.find_spec("mlir").submodule_search_locations)[0]
-    return os.path.join(root, "lib", name)
-
-
-# ---------------------------------------------------------------------------
-# Reporting
-# ---------------------------------------------------------------------------
-
-def _bytes_of(mtype) -> int:
-    """Bytes of a statically shaped memref/tensor type; -1 when dynamic."""
-    if not mtype.has_static_shape:
-        return -1
-    count = 1
-    for extent in mtype.shape:
-        count *= extent
-    element = mtype.element_type
-    width = getattr(element, "width", None)
-    if width is None:
-        width = 64 if isinstance(element, ir.IndexType) else 0
-    return count * width // 8
-
-
-def _loc(op, filename=None) -> str:
-    from .errors import format_location
-
-    return format_location(op.location, filename)
-
-
-@dataclass
-class GPUReport:
-    """What the GPU compilation decided, counted statically in the IR.
-
-    ``inplace``: one entry per ``tdf.call_inplace`` (callee, indices, location);
-    ``out_of_place_calls``: ``tdf.call``s left with fresh outputs;
-    ``device_copies``: ``(bytes, location)`` of every copy left on the device
-    after bufferization (a write into a slice, or a copy the in-place rules
-    forced); ``device_alloc_bytes``: bytes of device buffers per call
-    (arguments' device copies included); ``h2d``/``d2h``: ``(count, bytes)`` of
-    the explicit host<->device transfers per call; ``kernels``: launches in
-    the program text; ``compile_seconds``: per stage."""
-
-    inplace: list = field(default_factory=list)
-    out_of_place_calls: int = 0
-    device_copies: list = field(default_factory=list)
-    device_alloc_bytes: int = 0
-    h2d: tuple = (0, 0)
-    d2h: tuple = (0, 0)
-    kernels: int = 0
-    ptxas: str = "not run"
-    compile_seconds: dict = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        lines = [f"in-place calls: {len(self.inplace)}"]
-        lines += [f"  @{c} inplace {i} at {l}" for c, i, l in self.inplace]
-        lines.append(f"out-of-place calls: {self.out_of_place_calls}")
-        lines.append(f"device copies: {len(self.device_copies)} "
-                     f"({sum(b for b, _ in self.device_copies if b > 0)} bytes)")
-        lines += [f"  {b} bytes at {l}" for b, l in self.device_copies]
-        lines.append(f"device buffers: {self.device_alloc_bytes} bytes per call")
-        lines.append(f"host->device transfers: {self.h2d[0]} ({self.h2d[1]} bytes)")
-        lines.append(f"device->host transfers: {self.d2h[0]} ({self.d2h[1]} bytes)")
-        lines.append(f"kernel launches: {self.kernels}")
-        lines.append(f"ptxas: {self.ptxas}")
-        lines.append("compile: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
-                                             for k, v in self.compile_seconds.items()))
-        return "\n".join(lines)
-
-
 # ---------------------------------------------------------------------------
 # Compilation
 # ---------------------------------------------------------------------------
 
-def _options_text(options: dict) -> str:
-    parts = []
-    for key, value in options.items():
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        parts.append(f"{key}={value}")
-    return " ".join(parts)
+def _loc(op, filename=None) -> str:
+    return format_location(op.location, filename)
 
 
 def _run_ptxas(ptx: str, chip: str, ptxas: str) -> bytes:
@@ -191,7 +118,7 @@ def _run_ptxas(ptx: str, chip: str, ptxas: str) -> bytes:
 
 
 def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, strict: bool = False,
-                 **opts) -> "GPUProgram":
+                 **opts) -> GPUProgram:
     """Compiles a tdf program (text or ``ir.Module``; a module is cloned, not
     changed) with ``tdf-lower-to-nvvm`` for ``chip``.
 
@@ -243,7 +170,7 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
         for func in collect_ops(module, "func.func"):
             if len(func.regions[0].blocks) and ("sym_visibility" not in func.attributes or
                                                 ir.StringAttr(func.attributes["sym_visibility"]).value == "public"):
-                func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                func.attributes[EMIT_C_INTERFACE_ATTR] = ir.UnitAttr.get()
                 fname = ir.StringAttr(func.attributes["sym_name"]).value
                 ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
                 # The GPU call path sizes transfers and results from the
@@ -263,29 +190,7 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
         run_pipeline(module, f"builtin.module({pipeline})", filename=filename)
         report.compile_seconds[stage] = time.perf_counter() - start
         texts[stage] = str(module)
-        if stage == "donate":
-            for op in collect_ops(module, "tdf.call_inplace"):
-                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
-                report.inplace.append((callee, indices, _loc(op, filename)))
-            report.out_of_place_calls = len(collect_ops(module, "tdf.call"))
-        elif stage == "bufferize":
-            for op in collect_ops(module, "memref.copy"):
-                report.device_copies.append((_bytes_of(op.operands[1].type), _loc(op, filename)))
-        elif stage == "gpu":
-            h2d = [0, 0]
-            d2h = [0, 0]
-            for op in collect_ops(module, "gpu.memcpy"):
-                if "tdf.transfer" not in op.attributes:
-                    continue
-                size = _bytes_of(op.operands[-1].type)
-                target = h2d if ir.StringAttr(op.attributes["tdf.transfer"]).value == "h2d" else d2h
-                target[0] += 1
-                target[1] += max(size, 0)
-            report.h2d, report.d2h = tuple(h2d), tuple(d2h)
-            report.device_alloc_bytes = sum(max(_bytes_of(op.results[0].type), 0)
-                                            for op in collect_ops(module, "gpu.alloc"))
-            report.kernels = len(collect_ops(module, "gpu.launch_func"))
+        record_gpu_stage(report, stage, module, filename)
 
     ptx_modules = {}
     for op in collect_ops(module, "gpu.binary"):
@@ -358,16 +263,15 @@ class GPUProgram:
         if self._engine is None:
             from mlir.execution_engine import ExecutionEngine
 
-            libs = [_mlir_lib("libmlir_cuda_runtime.so"), _mlir_lib("libmlir_c_runner_utils.so")]
-            for lib in libs:
-                if not os.path.exists(lib):
-                    raise GPUUnavailableError(f"cannot run the GPU program: {lib} is missing")
+            libs = []
+            for name in ("libmlir_cuda_runtime.so", "libmlir_c_runner_utils.so"):
+                path = mlir_lib(name)
+                if path is None:
+                    raise GPUUnavailableError(f"cannot run the GPU program: {name} is missing "
+                                              f"from the MLIR package")
+                libs.append(path)
             self._engine = ExecutionEngine(self.module, opt_level=2, shared_libs=libs)
         return self._engine
-
-
-_NP_OF = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32",
-          "i64": "int64", "i8": "int8", "i16": "int16", "i1": "bool"}
 
 
 class _GPUFunction:
@@ -390,7 +294,7 @@ class _GPUFunction:
             if isinstance(type_, ir.RankedTensorType):
                 if not isinstance(arg, np.ndarray):
                     raise TypeError(f"argument #{index} of @{self.name} must be a numpy array")
-                want = np.dtype(_NP_OF.get(str(type_.element_type), "void"))
+                want = DTYPES.get(str(type_.element_type), np.dtype("void"))
                 if arg.dtype != want or tuple(arg.shape) != tuple(type_.shape):
                     raise TypeError(f"argument #{index} of @{self.name} must be {type_} "
                                     f"({want}{list(type_.shape)}), got {arg.dtype}{list(arg.shape)}")
@@ -414,7 +318,7 @@ class _GPUFunction:
             rtype = results[0]
             if not isinstance(rtype, ir.RankedTensorType):
                 raise GPUError(f"@{self.name}: only tensor results can be returned")
-            ctype = rt.as_ctype(np.dtype(_NP_OF[str(rtype.element_type)]))
+            ctype = rt.as_ctype(DTYPES[str(rtype.element_type)])
             out_desc = rt.make_nd_memref_descriptor(rtype.rank, ctype)()
             packed.append(ctypes.pointer(ctypes.pointer(out_desc)))
         for arg, type_ in zip(args, self.ftype.inputs):

@@ -1,5 +1,6 @@
-"""External symbols of a lowered module, and the JIT's own missing-symbol
-report, for :class:`tdf.CompileError` messages.
+"""External symbols of a program handed to the JIT: the libraries the JIT
+loads, the kernels it must find, and its own missing-symbol report, for
+:class:`tdf.CompileError` messages.
 
 The MLIR ``ExecutionEngine`` resolves external functions lazily, when the
 first symbol is looked up; when one is missing the ORC JIT only prints
@@ -9,13 +10,16 @@ ones before the JIT runs (every ``llvm.func`` declaration of the LLVM-dialect
 module, resolved with ``dlsym`` in the process and the shared libraries the
 JIT is given), and :func:`capture_jit_errors` captures what the JIT prints
 for the symbols that only the LLVM backend introduces (libcalls of
-intrinsics), so that both reach the error message.
+intrinsics), so that both reach the error message. Before the lowering,
+:func:`check_kernel_symbols` checks that every body-less kernel a call
+reaches is defined by the shared libraries or the process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import os
 import re
 import sys
@@ -24,15 +28,56 @@ import threading
 
 from mlir import ir
 
-from .passes._ir import collect_ops
+from .errors import CompileError
+from .passes._ir import collect_ops, has_body, sym_name
+from .passes._runtime_sites import RUNTIME_FUNCTIONS
+from .vocabulary import EMIT_C_INTERFACE_ATTR
 
-__all__ = ["unresolved_functions", "capture_jit_errors", "missing_from_jit_output"]
+__all__ = ["unresolved_functions", "capture_jit_errors", "missing_from_jit_output",
+           "mlir_lib", "runtime_libs", "check_kernel_symbols", "COUNTED_ALLOCATION_SYMBOLS"]
 
 _CAPTURE_LOCK = threading.Lock()
 
 #: What ``AllocationCounter.register`` defines in the engine (count_allocations builds).
 COUNTED_ALLOCATION_SYMBOLS = ("_mlir_memref_to_llvm_alloc", "_mlir_memref_to_llvm_aligned_alloc",
                               "_mlir_memref_to_llvm_free")
+
+
+def mlir_lib(name: str) -> str | None:
+    """The path of the MLIR wheel's library ``name`` (``lib/<name>`` in the
+    ``mlir`` package), or None when it is missing."""
+    spec = importlib.util.find_spec("mlir")
+    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = os.path.join(root, "lib", name)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def runtime_libs() -> list[str]:
+    """MLIR's ``libmlir_c_runner_utils.so`` (``memrefCopy`` and the other
+    helpers the lowered code may call), as a list (empty when missing)."""
+    path = mlir_lib("libmlir_c_runner_utils.so")
+    return [path] if path is not None else []
+
+
+def check_kernel_symbols(module, shared_libs) -> None:
+    """Every declaration a ``func.call`` reaches (``_mlir_ciface_<name>``
+    for one marked ``llvm.emit_c_interface``) must be defined by one of the
+    shared libraries or the process: ``CompileError`` naming the kernel
+    here, instead of a failure inside the JIT."""
+    libs = [ctypes.CDLL(path) for path in shared_libs] + [ctypes.CDLL(None)]
+    called = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+              for op in collect_ops(module.operation, "func.call")}
+    for func in collect_ops(module.operation, "func.func"):
+        name = sym_name(func)
+        if has_body(func) or name not in called or name in RUNTIME_FUNCTIONS:
+            continue
+        symbol = f"_mlir_ciface_{name}" if EMIT_C_INTERFACE_ATTR in func.attributes else name
+        if not any(hasattr(lib, symbol) for lib in libs):
+            raise CompileError(
+                f"kernel @{name} has no body and no shared library defines '{symbol}' "
+                f"(pass the library with tdf.compile(..., shared_libs=[...]))")
 
 
 def unresolved_functions(module, shared_libs) -> list[str]:

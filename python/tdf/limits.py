@@ -25,6 +25,8 @@ import re
 
 from mlir import ir
 
+from .vocabulary import DONATE_ATTR, ELEMENTWISE_ATTR, EMIT_C_INTERFACE_ATTR, element_nbytes
+
 __all__ = [
     "MAX_NESTING_DEPTH",
     "MAX_STATIC_BITS",
@@ -221,19 +223,13 @@ def check_utf8(text: str, filename: str = "<input>") -> None:
 # --------------------------------------------------------------- sizes
 
 def _element_bits(element) -> int | None:
-    """Storage bits of one element (at least 8: MLIR stores sub-byte types
-    in bytes), or None when unknown (index, opaque element types)."""
-    if isinstance(element, ir.ComplexType):
-        inner = _element_bits(ir.ComplexType(element).element_type)
-        return None if inner is None else 2 * inner
-    if isinstance(element, ir.IndexType):
-        return 64
+    """Storage bits of one element (:func:`tdf.vocabulary.element_nbytes`;
+    a vector element of a memref: its elements), or None when unknown
+    (opaque element types)."""
     if isinstance(element, ir.ShapedType):  # vector element of a memref
         return _shaped_bits(element)
-    width = getattr(element, "width", None)
-    if isinstance(width, int) and width > 0:
-        return max(8, width)
-    return None
+    nbytes = element_nbytes(element)
+    return None if nbytes is None else 8 * nbytes
 
 
 def _shaped_bits(t) -> int | None:
@@ -298,7 +294,7 @@ _NO_TYPE_ATTRS = frozenset({
     "callee", "sym_name", "sym_visibility", "inplace_indices", "operandSegmentSizes",
     "resultSegmentSizes", "predicate", "fastmath", "overflowFlags", "static_offsets",
     "static_sizes", "static_strides", "static_output_shape", "reassociation", "iterator_types",
-    "indexing_maps", "tdf.elementwise", "tdf.donate", "llvm.emit_c_interface", "alignment",
+    "indexing_maps", ELEMENTWISE_ATTR, DONATE_ATTR, EMIT_C_INTERFACE_ATTR, "alignment",
     "nontemporal", "in_bounds", "permutation_map", "lowerBound", "upperBound", "step",
 })
 

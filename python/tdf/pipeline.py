@@ -24,19 +24,17 @@ class capture_diagnostics:
         self.records.append(DiagnosticRecord.from_mlir(diag, self.filename))
         return True
 
-    def __enter__(self) -> "capture_diagnostics":
+    def __enter__(self) -> capture_diagnostics:
         self._handler = self.ctx.attach_diagnostic_handler(self._handle)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._handler.detach()
+        if self._handler is not None:
+            self._handler.detach()
         # The handler holds a bound method of self: drop it, or the cycle
         # (through a nanobind object the GC cannot traverse) keeps the
         # context, and every module in it, alive.
         self._handler = None
-
-    def of_severity(self, severity: str) -> list[DiagnosticRecord]:
-        return [r for r in self.records if r.severity == severity]
 
 
 def run_pipeline(module, pipeline: str, filename: str | None = None,

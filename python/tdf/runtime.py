@@ -50,31 +50,25 @@ import ctypes.util
 
 import ml_dtypes
 import numpy as np
+from mlir import ir  # (loads the MLIR libraries the extension links, before it)
+
+from . import _tdf
+from .errors import CompileError
+from .passes._ir import arg_dicts, function_type, sym_name
+from .vocabulary import DONATE_ATTR, DTYPES, SCALAR_TYPES
 
 __all__ = [
     "DTYPES",
     "TensorSpec",
     "ScalarSpec",
+    "value_spec",
+    "signature",
     "EntryFunction",
     "memref_descriptor_type",
     "AllocationCounter",
     "AllocationStats",
     "register_runtime_symbols",
 ]
-
-# MLIR element type (as printed) → numpy dtype.
-DTYPES = {
-    "f64": np.dtype(np.float64),
-    "f32": np.dtype(np.float32),
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "i64": np.dtype(np.int64),
-    "i32": np.dtype(np.int32),
-    "i16": np.dtype(np.int16),
-    "i8": np.dtype(np.int8),
-    "i1": np.dtype(np.bool_),
-    "index": np.dtype(np.int64),
-}
 
 # MLIR scalar type → (ctypes type, Python kind, integer bits).
 _SCALARS = {
@@ -268,6 +262,42 @@ class ScalarSpec:
         return f"ScalarSpec({self.type_text})"
 
 
+def _unsupported(where, type_) -> CompileError:
+    """The error for a parameter/result type the CPU call path cannot pass:
+    names the function, the argument/result and the type."""
+    return CompileError(f"{where}: unsupported type {type_} (an entry function's arguments and "
+                        f"results must be ranked tensors of {', '.join(DTYPES)}, or scalars "
+                        f"of type {', '.join(SCALAR_TYPES)})")
+
+
+def value_spec(type_, where: str, donated: bool = False):
+    """A :class:`TensorSpec` for a ranked tensor type, a :class:`ScalarSpec`
+    for a scalar of :data:`tdf.vocabulary.SCALAR_TYPES`; ``CompileError``
+    naming ``where`` (``"@f argument #0"``) and the type otherwise."""
+    if isinstance(type_, ir.RankedTensorType):
+        t = ir.RankedTensorType(type_)
+        element = str(t.element_type)
+        if element not in DTYPES:
+            raise CompileError(f"{where}: unsupported element type {element} in {type_} "
+                               f"(supported: {', '.join(DTYPES)})")
+        return TensorSpec(t.shape, DTYPES[element], str(type_), donated)
+    if str(type_) in SCALAR_TYPES:
+        return ScalarSpec(str(type_))
+    raise _unsupported(where, type_)
+
+
+def signature(func) -> tuple[list, list]:
+    """The specs of the parameters (donated: ``tdf.donate``) and of the
+    results of ``func.func`` op ``func``."""
+    name = sym_name(func)
+    ftype = function_type(func)
+    dicts = arg_dicts(func)
+    params = [value_spec(t, f"@{name} argument #{i}", DONATE_ATTR in dicts[i])
+              for i, t in enumerate(ftype.inputs)]
+    results = [value_spec(t, f"@{name} result #{i}") for i, t in enumerate(ftype.results)]
+    return params, results
+
+
 def _row_major(shape) -> tuple:
     strides, step = [], 1
     for size in reversed(shape):
@@ -280,13 +310,6 @@ _SCALAR_CODES = {"f64": "d", "f32": "f", "i64": "q", "index": "q", "i32": "i", "
                  "i8": "b", "i1": "?"}
 
 
-def _native():
-    from mlir import ir  # noqa: F401  (loads the MLIR libraries _tdf links)
-    from . import _tdf
-    return _tdf
-
-
-_tdf = _native()
 _RUNTIME_SYMBOLS = dict(_tdf.runtime_symbols())
 
 
@@ -463,7 +486,7 @@ class EntryFunction(_tdf.NativeEntry):
         def ctype(r):
             return r.ctype if isinstance(r, ScalarSpec) else memref_descriptor_type(len(r.shape))
 
-        slots, keep = [], []
+        slots = []
         by_value = len(jit_results) == 1 and isinstance(jit_results[0], ScalarSpec)
         if len(jit_results) == 1:
             result = ctype(jit_results[0])()

@@ -19,9 +19,9 @@ translation raises :class:`UnsupportedPrimitiveError` (a ``tdf.TDFError``)
 naming the primitive and the user's source line.
 """
 
-from ._builder import RULES, UnsupportedPrimitiveError
-from . import _elementwise, _shape, _reduce, _indexing, _control  # noqa: F401  (register rules)
+from . import _control, _elementwise, _indexing, _reduce, _shape  # noqa: F401  (register rules)
 from ._api import JitFunction, Lowered, StrictInplaceError, jit
+from ._builder import RULES, UnsupportedPrimitiveError
 
 __all__ = ["jit", "JitFunction", "Lowered", "StrictInplaceError", "UnsupportedPrimitiveError",
            "supported_primitives"]

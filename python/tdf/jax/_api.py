@@ -19,13 +19,15 @@ from mlir import ir
 from mlir.dialects import func
 
 from ..errors import TDFError
+from ..vocabulary import DEST_OPERAND, DONATE_ATTR
 from ._builder import Translator, tensor_type
 
 __all__ = ["jit", "JitFunction", "Lowered", "StrictInplaceError"]
 
 _PY_SCALARS = (bool, int, float, complex)
 
-_UPDATE_OPS = ("tensor.insert_slice", "tensor.insert", "tensor.parallel_insert_slice")
+# Updates that strict=True requires in place: every destination-style tensor op.
+_UPDATE_OPS = frozenset(DEST_OPERAND)
 
 
 class StrictInplaceError(TDFError):
@@ -145,7 +147,7 @@ def _build_module(sig: _Signature, name: str):
             fn = func.FuncOp("main", ir.FunctionType.get(arg_types + const_types, result_types))
             attrs = []
             for donated in list(sig.donated) + [False] * len(const_types):
-                attrs.append(ir.DictAttr.get({"tdf.donate": ir.UnitAttr.get()} if donated else {}))
+                attrs.append(ir.DictAttr.get({DONATE_ATTR: ir.UnitAttr.get()} if donated else {}))
             fn.arg_attrs = ir.ArrayAttr.get(attrs)
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):

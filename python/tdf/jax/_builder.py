@@ -17,6 +17,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
 from ..errors import TDFError
+from ..vocabulary import TENSOR_VIEW_OPS, element_type_name
 
 __all__ = ["Translator", "UnsupportedPrimitiveError", "rule", "RULES", "element_type",
            "tensor_type", "is_float", "is_signed_int", "is_bool"]
@@ -58,26 +59,14 @@ def is_signed_int(dtype) -> bool:
     return _dtype(dtype).kind == "i"
 
 
-_INT_WIDTHS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
-
-
 def element_type(dtype, where: str = "") -> ir.Type:
     """The MLIR element type of a numpy/JAX dtype (``TDFError`` if none)."""
-    name = _dtype(dtype).name
-    if name == "float32":
-        return ir.F32Type.get()
-    if name == "float64":
-        return ir.F64Type.get()
-    if name == "float16":
-        return ir.F16Type.get()
-    if name == "bfloat16":
-        return ir.BF16Type.get()
-    if name == "bool":
-        return ir.IntegerType.get_signless(1)
-    if name in _INT_WIDTHS:
-        return ir.IntegerType.get_signless(_INT_WIDTHS[name])
-    raise UnsupportedPrimitiveError(f"{where}unsupported dtype {name} (tdf.jax supports "
-                                    f"float16/bfloat16/float32/float64, int8-int64 and bool)")
+    name = element_type_name(dtype)
+    if name is None:
+        raise UnsupportedPrimitiveError(
+            f"{where}unsupported dtype {_dtype(dtype).name} (tdf.jax supports "
+            f"float16/bfloat16/float32/float64, int8-int64 and bool)")
+    return ir.Type.parse(name)
 
 
 def tensor_type(aval, where: str = "") -> ir.RankedTensorType:
@@ -433,14 +422,10 @@ class Translator:
         return dyn, static
 
 
-_VIEWS = ("tensor.extract_slice", "tensor.collapse_shape", "tensor.expand_shape", "tensor.cast",
-          "tensor.reshape")
-
-
 def _view_root(value):
     """The value whose storage ``value`` is a view of."""
     while True:
         owner = value.owner
-        if isinstance(owner, ir.Block) or owner.name not in _VIEWS:
+        if isinstance(owner, ir.Block) or owner.name not in TENSOR_VIEW_OPS:
             return value
         value = owner.operands[0]

@@ -1,0 +1,179 @@
+"""The names and tables tdf's passes, compiler, runtime and frontends share.
+
+One home for each fact that several modules need to agree on:
+
+- the **attribute names** tdf reads and writes on functions, arguments and
+  ops (``tdf.donate``, ``tdf.elementwise``, ...);
+- the **op tables**: tensor ops whose result is a view of operand #0, memref
+  view ops, destination-style tensor ops and the operand they update;
+- the **element types**: the numpy dtype of every MLIR element type a
+  compiled function takes or returns, the scalar types passed by value;
+- the **byte sizes** of element and shaped types, as the lowered code
+  allocates them (:func:`element_nbytes`, :func:`static_nbytes`).
+
+It imports nothing from tdf, so that both ``tdf`` and ``tdf.passes`` can
+import it without cycles.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+from mlir import ir
+
+__all__ = [
+    "DONATE_ATTR", "WRITABLE_ATTR", "ACCESS_ATTR", "INPLACE_OPERANDS_ATTR", "RETURNED_ARGS_ATTR",
+    "ELEMENTWISE_ATTR", "INPLACE_OK_ATTR", "INPLACE_VARIANT_ATTR", "INPLACE_OF_ATTR",
+    "INPLACE_INDICES_ATTR", "STRIDED_OF_ATTR", "TRANSFER_ATTR", "RUNTIME_SITES_ATTR",
+    "EMIT_C_INTERFACE_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
+    "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
+    "static_nbytes",
+]
+
+# ----------------------------------------------------------------- attributes
+
+#: Argument attribute: the caller hands the argument's buffer over; the
+#: function may update it in place (and return it).
+DONATE_ATTR = "tdf.donate"
+#: One-Shot Bufferize's argument attribute: may the buffer be written.
+WRITABLE_ATTR = "bufferization.writable"
+#: One-Shot Bufferize's inferred access of an argument ("read", "write", ...).
+ACCESS_ATTR = "bufferization.access"
+#: One-Shot Bufferize's analysis result per op ("true"/"false"/"none" per operand).
+INPLACE_OPERANDS_ATTR = "__inplace_operands_attr__"
+#: Function attribute: per original result, the donated argument it was (or -1).
+RETURNED_ARGS_ATTR = "tdf.returned_args"
+#: Kernel attribute: the body is one parallel loop (any operand may be written
+#: in place of any input it reads at the same index).
+ELEMENTWISE_ATTR = "tdf.elementwise"
+#: Kernel attribute: the (output, input) pairs that may share a buffer.
+INPLACE_OK_ATTR = "tdf.inplace_ok"
+#: Kernel attribute naming the in-place variant to call instead.
+INPLACE_VARIANT_ATTR = "tdf.inplace_variant"
+#: On a generated in-place variant: the kernel it was made from ...
+INPLACE_OF_ATTR = "tdf.inplace_of"
+#: ... and the in-place indices it implements.
+INPLACE_INDICES_ATTR = "tdf.inplace_indices"
+#: On a generated strided-layout variant: the kernel it was made from.
+STRIDED_OF_ATTR = "tdf.strided_of"
+#: On a ``gpu.memcpy``: ``"h2d"`` or ``"d2h"`` (a host<->device transfer).
+TRANSFER_ATTR = "tdf.transfer"
+#: Module attribute: the table of run-time check sites.
+RUNTIME_SITES_ATTR = "tdf.runtime_sites"
+#: Function attribute: emit the ``_mlir_ciface_`` C interface.
+EMIT_C_INTERFACE_ATTR = "llvm.emit_c_interface"
+
+# ------------------------------------------------------------------ op tables
+
+#: The op whose result is its operand, promised not to alias anything else.
+ASSUME_UNALIASED = "tdf.assume_unaliased"
+
+#: Tensor ops whose result is a view of (shares the storage of) operand #0.
+TENSOR_VIEW_OPS = frozenset({
+    "tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape",
+    "tensor.reshape", "tensor.cast", "tensor.bitcast",
+})
+
+#: Memref ops whose result is a view of operand #0.
+MEMREF_VIEW_OPS = frozenset({
+    "memref.cast", "memref.subview", "memref.reinterpret_cast",
+    "memref.expand_shape", "memref.collapse_shape", "memref.view",
+    "memref.transpose", "memref.extract_strided_metadata",
+})
+
+#: Destination-style tensor ops: result 0 is operand ``DEST_OPERAND[name]``
+#: updated (bufferized, they write into that operand's buffer).
+DEST_OPERAND = {
+    "tensor.insert_slice": 1,
+    "tensor.insert": 1,
+    "tensor.scatter": 1,
+    "tensor.parallel_insert_slice": 1,
+}
+
+# -------------------------------------------------------------- element types
+
+#: MLIR element type (as printed) -> numpy dtype of the arrays that hold it.
+DTYPES = {
+    "f64": np.dtype(np.float64),
+    "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "i64": np.dtype(np.int64),
+    "i32": np.dtype(np.int32),
+    "i16": np.dtype(np.int16),
+    "i8": np.dtype(np.int8),
+    "i1": np.dtype(np.bool_),
+    "index": np.dtype(np.int64),
+}
+
+#: Scalar types an entry function takes or returns by value.
+SCALAR_TYPES = ("index", "i64", "i32", "i16", "i8", "i1", "f32", "f64")
+
+# numpy dtype name -> MLIR element type (``index`` is no array's own type).
+_ELEMENT_OF_DTYPE = {dtype.name: name for name, dtype in DTYPES.items() if name != "index"}
+
+
+def element_type_name(dtype) -> str | None:
+    """The MLIR element type (as printed) of numpy ``dtype``, or None when
+    tdf has none for it."""
+    return _ELEMENT_OF_DTYPE.get(np.dtype(dtype).name)
+
+
+# ----------------------------------------------------------------- byte sizes
+
+
+def _padded(nbytes: int) -> int:
+    """Bytes one element occupies in an array of them: LLVM's alloc size
+    (the store size rounded up to the ABI alignment, a power of two up to
+    16 bytes on the targets tdf lowers to)."""
+    align = 1
+    while align < nbytes and align < 16:
+        align *= 2
+    return (nbytes + align - 1) // align * align
+
+
+def element_nbytes(element) -> int | None:
+    """Bytes one element of type ``element`` (an ``ir.Type``) takes in
+    memory, as the lowered code allocates it; None when unknown.
+
+    ``i1`` takes one byte: both the CPU and the NVVM lowering store i1
+    memrefs as i8 (``tdf-widen-i1-memrefs``), as numpy stores bool.
+    ``index`` takes 8 bytes (64-bit targets). Other integers and floats take
+    their width rounded up to whole bytes and to their alignment (``i24``:
+    4, ``i33``: 8, ``f80``: 16); ``complex<T>`` twice ``T``; a vector its elements
+    rounded up to its alignment."""
+    if isinstance(element, ir.IndexType):
+        return 8
+    if isinstance(element, ir.ComplexType):
+        inner = element_nbytes(ir.ComplexType(element).element_type)
+        return None if inner is None else 2 * inner
+    if isinstance(element, ir.VectorType):
+        vector = ir.VectorType(element)
+        inner = element_nbytes(vector.element_type)
+        if inner is None or not vector.has_static_shape:
+            return None
+        return _padded(math.prod(vector.shape) * inner)
+    width = getattr(element, "width", None)
+    if width is None:
+        try:  # a float type the bindings return undowncast (f80, f128)
+            width = ir.FloatType(element).width
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(width, int) or width <= 0:
+        return None
+    return _padded((width + 7) // 8)
+
+
+def static_nbytes(shaped) -> int | None:
+    """Bytes of a statically shaped memref/tensor type (an ``ir.Type``):
+    elements times :func:`element_nbytes`. None when a dimension is dynamic
+    or the element size is unknown."""
+    shaped = ir.ShapedType(shaped)
+    if not shaped.has_rank or not shaped.has_static_shape:
+        return None
+    size = element_nbytes(shaped.element_type)
+    if size is None:
+        return None
+    return math.prod(shaped.shape) * size
