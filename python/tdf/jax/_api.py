@@ -96,7 +96,7 @@ class Lowered:
         self._module = module
         self._context = context
         self.name = name
-        self._compiled = {}
+        self._compiled: dict[tuple, object] = {}  # (strict, options) -> compiled program
         self._default = None
 
     def as_text(self, debug_info: bool = False) -> str:

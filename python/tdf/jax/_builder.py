@@ -109,7 +109,7 @@ class Translator:
     def __init__(self, filename: str = "<jax>"):
         self.filename = filename
         self.eqn = None
-        self.stack = []
+        self.stack: list = []  # the equations being translated, outermost first
 
     # -- errors and locations ---------------------------------------------
 
