@@ -224,14 +224,22 @@ CPU_OPTIONS = [
     PassOption("fuse-kernels", bool, True,
                "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
                "linalg-fuse-elementwise-ops)"),
+    PassOption("bounds-checks", bool, False,
+               "Check dynamic indices, offsets and sizes at run time (tdf-bounds-checks; "
+               "a failure calls the tdf runtime, which tdf.compile provides)"),
+    PassOption("alloc-checks", bool, False,
+               "Check every heap allocation at run time (tdf-alloc-checks; a failure calls "
+               "the tdf runtime, which tdf.compile provides)"),
 ]
 
 
 def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     """``tdf-lower-to-cpu`` as ``[(stage, passes)]``: ``inplace``
     (:func:`inplace_stage`), ``strict`` (:data:`STRICT_CHECK`, only with
-    option ``strict``), ``bufferize`` (``tdf-bufferize``) and ``llvm``
-    (:func:`lower_to_llvm`). ``options`` maps option names of
+    option ``strict``), ``bufferize`` (``tdf-bufferize``, after
+    ``tdf-bounds-checks`` with option ``bounds-checks``) and ``llvm``
+    (:func:`lower_to_llvm`, after ``tdf-alloc-checks`` with option
+    ``alloc-checks``). ``options`` maps option names of
     :data:`CPU_OPTIONS` to values; missing ones take their default, an
     unknown one is a ValueError."""
     unknown = sorted(set(options) - {o.name for o in CPU_OPTIONS})
@@ -244,9 +252,11 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
                                         values["fuse-kernels"]))]
     if values["strict"]:
         stages.append(("strict", [STRICT_CHECK]))
-    stages.append(("bufferize", ["tdf-bufferize{copy-before-write=true}" if copy_before_write
-                                 else "tdf-bufferize"]))
-    stages.append(("llvm", lower_to_llvm(values["count-allocations"], values["approximate-math"])))
+    stages.append(("bufferize", (["tdf-bounds-checks"] if values["bounds-checks"] else [])
+                   + ["tdf-bufferize{copy-before-write=true}" if copy_before_write
+                      else "tdf-bufferize"]))
+    stages.append(("llvm", (["tdf-alloc-checks"] if values["alloc-checks"] else [])
+                   + lower_to_llvm(values["count-allocations"], values["approximate-math"])))
     return stages
 
 
@@ -276,7 +286,12 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     (``tdf.compile(count_allocations=True)``); ``approximate-math`` (default
     true): f32 ``exp``/``log``/``tanh``/... as polynomials
     (``tdf-rescale-subnormal-math``, ``tdf-math-approximation``);
-    ``fuse-kernels`` (default true): inline and fuse chains of kernel calls.
+    ``fuse-kernels`` (default true): inline and fuse chains of kernel calls;
+    ``bounds-checks``, ``alloc-checks`` (default false): the run-time checks
+    ``tdf.compile`` inserts (``tdf-bounds-checks`` before bufferizing,
+    ``tdf-alloc-checks`` before the LLVM lowering); their failures call
+    ``tdf_rt_bounds_error``/``tdf_rt_alloc_error``, which the tdf runtime
+    defines.
     """
     return ", ".join(p for _, passes in cpu_stages(options) for p in passes)
 

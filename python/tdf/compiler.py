@@ -1,21 +1,23 @@
 """``tdf.compile``: from a tdf program (text or module) to callable functions.
 
-For ``target="cpu"`` the program goes through
+For ``target="cpu"`` the program goes through the stages of
+``tdf-lower-to-cpu`` (:func:`tdf.passes.pipelines.cpu_stages`, with the
+run-time checks on), one at a time, recording what each decided
+(:mod:`tdf.report`):
 
-1. the first stage of ``tdf-lower-to-cpu`` (``tdf-check-sizes``, the kernel
-   fusion, ``tdf-insert-inplace`` when ``inplace=True``:
-   :func:`tdf.passes.pipelines.inplace_stage`);
-2. an analysis-only One-Shot Bufferize run on a clone, which tells which
-   in-place writes happen and which operands must be copied first (and why):
-   the data of :meth:`Program.report` (:mod:`tdf.report`); with
-   ``strict=True``, ``tdf-verify-inplace{strict=true}``, exactly as
-   ``tdf-lower-to-cpu{strict=true}`` runs it;
-3. ``tdf-bounds-checks`` (unless ``bounds_checks=False``) and
+1. ``inplace``: ``tdf-check-sizes``, the kernel fusion (the calls it fuses
+   away are recorded) and ``tdf-insert-inplace`` when ``inplace=True``;
+   then an analysis-only One-Shot Bufferize run on a clone, which tells
+   which in-place writes happen and which operands must be copied first
+   (and why): the data of :meth:`Program.report`;
+2. ``strict`` (``strict=True``): ``tdf-verify-inplace{strict=true}``, whose
+   errors raise :class:`StrictModeError`;
+3. ``bufferize``: ``tdf-bounds-checks`` (unless ``bounds_checks=False``) and
    ``tdf-bufferize`` (donation, One-Shot Bufferize, dropping results that are
-   donated arguments, ownership-based deallocation);
-4. ``tdf-alloc-checks``, the lowering to LLVM of ``tdf-lower-to-cpu`` and the
-   MLIR ``ExecutionEngine`` (with ``shared_libs`` for declaration-only
-   kernels).
+   donated arguments, ownership-based deallocation); the copies and
+   allocations left are recorded;
+4. ``llvm``: ``tdf-alloc-checks`` and the lowering to LLVM; then the MLIR
+   ``ExecutionEngine`` (with ``shared_libs`` for declaration-only kernels).
 
 Public functions with a body and tensor/scalar parameters are the entry
 points; each becomes an attribute of the returned :class:`Program` (see
@@ -195,29 +197,28 @@ def _run(module, passes: list[str], filename: str) -> None:
     run_pipeline(module, "builtin.module(" + ", ".join(passes) + ")", filename=filename)
 
 
-def _inplace_stage(module, inplace: bool, copy_before_write: bool, filename: str):
-    """Runs :func:`tdf.passes.pipelines.inplace_stage`; returns the number of
-    calls it made in place and the :class:`FusedCall` of every call the
-    kernel fusion removed (tagged before ``tdf-inline-kernels``, missed
-    after it)."""
+def _run_inplace_stage(module, passes: list[str], filename: str):
+    """Runs the ``inplace`` stage; returns the number of calls it made in
+    place and the :class:`FusedCall` of every call the kernel fusion removed
+    (tagged before ``tdf-inline-kernels``, missed after it)."""
     before = _report.count_inplace_calls(module)
-    stage = pipelines.inplace_stage(inplace, copy_before_write)
     fused = []
-    if "tdf-inline-kernels" in stage:
-        cut = stage.index("tdf-inline-kernels") + 1
+    if "tdf-inline-kernels" in passes:
+        cut = passes.index("tdf-inline-kernels") + 1
         calls = _report.tag_calls(module, filename)
-        _run(module, stage[:cut], filename)
+        _run(module, passes[:cut], filename)
         fused = _report.fused_calls(module, calls)
-        stage = stage[cut:]
-    if stage:
-        _run(module, stage, filename)
+        passes = passes[cut:]
+    if passes:
+        _run(module, passes, filename)
     return _report.count_inplace_calls(module) - before, fused
 
 
-def _strict_check(module, forced: list, filename: str) -> None:
-    """``strict=True``: the check of ``tdf-lower-to-cpu{strict=true}``."""
+def _run_strict_stage(module, passes: list[str], forced: list, filename: str) -> None:
+    """Runs the ``strict`` stage; its errors become a :class:`StrictModeError`
+    listing the forced copies."""
     try:
-        _run(module, [pipelines.STRICT_CHECK], filename)
+        _run(module, passes, filename)
     except PipelineError as err:
         lines = "".join(f"\n  {d}" for d in forced)
         errors = [d for d in err.diagnostics if d.severity == "error"]
@@ -347,29 +348,30 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     if copy_before_write:
         inplace = False
 
+    stages = dict(pipelines.cpu_stages({
+        "inplace": inplace, "strict": strict, "copy-before-write": copy_before_write,
+        "count-allocations": count_allocations, "bounds-checks": bounds_checks,
+        "alloc-checks": True}))
     context = Context()
     module = _parse_input(text_or_module, context, filename)
     with context, ir.Location.unknown(context):
         entries = _entries(module, filename)
-        calls_inplace, fused = _inplace_stage(module, inplace, copy_before_write, filename)
+        calls_inplace, fused = _run_inplace_stage(module, stages["inplace"], filename)
         decisions, forced = _report.inplace_decisions(module, filename)
         if copy_before_write:
             # One-Shot skips its analysis in this mode: every write copies.
             for decision in decisions:
                 decision.inplace = False
                 decision.reason = _report.COPY_BEFORE_WRITE_REASON
-        if strict:
-            _strict_check(module, forced, filename)
-        if bounds_checks:
-            _run(module, ["tdf-bounds-checks"], filename)
-        _run(module, ["tdf-bufferize{copy-before-write=true}" if copy_before_write
-                      else "tdf-bufferize"], filename)
+        if "strict" in stages:
+            _run_strict_stage(module, stages["strict"], forced, filename)
+        _run(module, stages["bufferize"], filename)
         buffer_ir = str(module)
         allocations, copies = _report.buffers(module, filename)
         returned = _report.returned_args(module, {n: len(r) for n, (_, r) in entries.items()})
         _mark_c_interfaces(module, entries)
         jit_symbols.check_kernel_symbols(module, shared_libs)
-        _run(module, ["tdf-alloc-checks"] + pipelines.lower_to_llvm(count_allocations), filename)
+        _run(module, stages["llvm"], filename)
         sites = _runtime_sites(module, filename)
         _keep_calls_in_large_functions(module)
         llvm_ir = str(module)
