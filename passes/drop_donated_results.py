@@ -34,13 +34,11 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..vocabulary import DONATE_ATTR, RETURNED_ARGS_ATTR
 from ._ir import arg_dicts, collect_ops, function_type, has_body, is_public, set_arg_dicts, sym_name
-from .donate import DONATE_ATTR
 from .registry import PassContext, register_pass
 
 __all__ = ["RETURNED_ARGS_ATTR", "drop_donated_results"]
-
-RETURNED_ARGS_ATTR = "tdf.returned_args"
 
 
 def _called_symbols(op) -> set:

@@ -45,13 +45,11 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, linalg, memref
 
+from ..vocabulary import DONATE_ATTR, TRANSFER_ATTR, WRITABLE_ATTR
 from ._ir import arg_dicts, collect_ops, has_body, is_public
-from .donate import DONATE_ATTR, WRITABLE_ATTR
 from .registry import PassContext, register_pass
 
 __all__ = ["TRANSFER_ATTR", "gpu_device_memory"]
-
-TRANSFER_ATTR = "tdf.transfer"
 
 
 def _dynamic_sizes(value, mtype):

@@ -31,21 +31,15 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..vocabulary import MEMREF_VIEW_OPS
 from ._ir import collect_ops, function_type, has_body, sym_name
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["opaque_callees", "unown_opaque_results"]
 
-_VIEW_LIKE = {
-    "memref.cast", "memref.subview", "memref.reinterpret_cast",
-    "memref.expand_shape", "memref.collapse_shape", "memref.view",
-    "memref.transpose", "memref.extract_strided_metadata",
-}
-
-
 def _root(value):
     """The value a memref view chain starts from."""
-    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in _VIEW_LIKE:
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in MEMREF_VIEW_OPS:
         value = value.owner.operands[0]
     return value
 
