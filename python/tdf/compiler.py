@@ -48,9 +48,8 @@ from mlir import ir
 
 from . import jit_symbols
 from . import report as _report
-from .context import Context
 from .errors import CompileError, PipelineError, StrictModeError
-from .parsing import parse
+from .parsing import parse_program
 from .passes import pipelines
 from .passes._ir import collect_ops, function_type, has_body, is_public, sym_name
 from .passes._runtime_sites import RUNTIME_FUNCTIONS, SITES_ATTR, read_sites
@@ -159,18 +158,6 @@ def _check_cpu_options(opt_level, shared_libs, strict: bool, copy_before_write: 
         raise ValueError("strict=True cannot be combined with copy_before_write=True "
                          "(the baseline copies before every write)")
     return shared_libs
-
-
-def _parse_input(text_or_module, context, filename: str) -> ir.Module:
-    """A module of its own in ``context``: parsed from text, or printed (with
-    locations) from the caller's module, which is never modified."""
-    if isinstance(text_or_module, str):
-        return parse(text_or_module, context, filename=filename)
-    if isinstance(text_or_module, ir.Module):
-        text = text_or_module.operation.get_asm(enable_debug_info=True)
-        return parse(text, context, filename=filename)
-    raise TypeError(f"tdf.compile expects MLIR text or an mlir.ir.Module, "
-                    f"got {type(text_or_module).__name__}")
 
 
 # -------------------------------------------------------------------- stages
@@ -352,8 +339,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         "inplace": inplace, "strict": strict, "copy-before-write": copy_before_write,
         "count-allocations": count_allocations, "bounds-checks": bounds_checks,
         "alloc-checks": True}))
-    context = Context()
-    module = _parse_input(text_or_module, context, filename)
+    module = parse_program(text_or_module, filename, "tdf.compile")
+    context = module.context
     with context, ir.Location.unknown(context):
         entries = _entries(module, filename)
         calls_inplace, fused = _run_inplace_stage(module, stages["inplace"], filename)

@@ -35,11 +35,10 @@ import time
 
 from mlir import ir
 
-from .context import Context
 from .errors import TDFError, format_location
 from .jit_symbols import mlir_lib
-from .parsing import parse
-from .passes._ir import collect_ops
+from .parsing import parse_program
+from .passes._ir import collect_ops, function_type, has_body, is_public, sym_name
 from .pipeline import run_pipeline
 from .report import GPUReport, record_gpu_stage
 from .vocabulary import DTYPES, EMIT_C_INTERFACE_ATTR
@@ -117,10 +116,33 @@ def _run_ptxas(ptx: str, chip: str, ptxas: str) -> bytes:
             return handle.read()
 
 
+def _entries(module, filename: str) -> dict:
+    """The public functions with a body (name -> function type), marked
+    ``llvm.emit_c_interface``. The GPU call path sizes transfers and results
+    from the static types: a dynamic shape is a :class:`GPUCompileError`."""
+    entries = {}
+    with module.context:
+        for func in collect_ops(module, "func.func"):
+            if not has_body(func) or not is_public(func):
+                continue
+            func.attributes[EMIT_C_INTERFACE_ATTR] = ir.UnitAttr.get()
+            fname, ftype = sym_name(func), function_type(func)
+            for what, types in (("argument", ftype.inputs), ("result", ftype.results)):
+                for index, type_ in enumerate(types):
+                    if isinstance(type_, ir.ShapedType) and not ir.ShapedType(type_).has_static_shape:
+                        raise GPUCompileError(
+                            f"{_loc(func, filename)}: @{fname} {what} #{index} has the dynamic "
+                            f"shape {type_}: the GPU path supports static shapes only "
+                            f"(compile it with target='cpu', or give it a static shape)")
+            entries[fname] = ftype
+    return entries
+
+
 def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, strict: bool = False,
                  **opts) -> GPUProgram:
-    """Compiles a tdf program (text or ``ir.Module``; a module is cloned, not
-    changed) with ``tdf-lower-to-nvvm`` for ``chip``.
+    """Compiles a tdf program (text or ``ir.Module``; a module is copied,
+    with its locations, into a fresh context, never changed) with
+    ``tdf-lower-to-nvvm`` for ``chip``.
 
     Keyword options: ``format`` (``isa``, ``bin``, ``fatbin``; default
     ``isa``), ``opt_level`` (0-3, default 3), ``tile_sizes`` (default
@@ -156,34 +178,10 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
     except ValueError as err:
         raise GPUCompileError(str(err)) from None
 
-    if isinstance(module_or_text, str):
-        module = parse(module_or_text, Context(), filename=filename)
-    elif isinstance(module_or_text, ir.Module):
-        module = ir.Module.parse(str(module_or_text.operation), context=module_or_text.context)
-    else:
-        raise TypeError(f"compile_nvvm expects IR text or an mlir.ir.Module, "
-                        f"got {type(module_or_text).__name__}")
+    module = parse_program(module_or_text, filename, "compile_nvvm")
 
+    entries = _entries(module, filename)
     report = GPUReport()
-    entries = {}
-    with module.context:
-        for func in collect_ops(module, "func.func"):
-            if len(func.regions[0].blocks) and ("sym_visibility" not in func.attributes or
-                                                ir.StringAttr(func.attributes["sym_visibility"]).value == "public"):
-                func.attributes[EMIT_C_INTERFACE_ATTR] = ir.UnitAttr.get()
-                fname = ir.StringAttr(func.attributes["sym_name"]).value
-                ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-                # The GPU call path sizes transfers and results from the
-                # static types: dynamic shapes are CPU-only for now.
-                for what, types in (("argument", ftype.inputs), ("result", ftype.results)):
-                    for index, type_ in enumerate(types):
-                        if isinstance(type_, ir.ShapedType) and not ir.ShapedType(type_).has_static_shape:
-                            raise GPUCompileError(
-                                f"{_loc(func, filename)}: @{fname} {what} #{index} has the dynamic "
-                                f"shape {type_}: the GPU path supports static shapes only "
-                                f"(compile it with target='cpu', or give it a static shape)")
-                entries[fname] = ftype
-
     texts = {}
     for stage, pipeline in stages:
         start = time.perf_counter()

@@ -8,7 +8,7 @@ from .context import Context
 from .errors import DiagnosticRecord, ParseError
 from .limits import InputError, check_parser_limits, check_utf8
 
-__all__ = ["parse"]
+__all__ = ["parse", "parse_program"]
 
 
 def parse(text: str, ctx: ir.Context | None = None, filename: str = "<input>") -> ir.Module:
@@ -41,3 +41,16 @@ def parse(text: str, ctx: ir.Context | None = None, filename: str = "<input>") -
     except ir.MLIRError as err:
         records = [DiagnosticRecord.from_mlir(d, filename) for d in err.error_diagnostics]
         raise ParseError(f"cannot parse {filename}", records) from None
+
+
+def parse_program(text_or_module, filename: str, caller: str) -> ir.Module:
+    """The program ``tdf.compile`` / ``compile_nvvm`` (``caller``, for the
+    ``TypeError`` message) compile, as a module of its own in a fresh
+    :func:`tdf.Context`: parsed from text, or printed with its locations
+    from the caller's ``ir.Module``, which is never modified."""
+    if isinstance(text_or_module, ir.Module):
+        text_or_module = text_or_module.operation.get_asm(enable_debug_info=True)
+    elif not isinstance(text_or_module, str):
+        raise TypeError(f"{caller} expects MLIR text or an mlir.ir.Module, "
+                        f"got {type(text_or_module).__name__}")
+    return parse(text_or_module, Context(), filename=filename)
