@@ -41,7 +41,8 @@ from .parsing import parse_program
 from .passes._ir import collect_ops, function_type, has_body, is_public, sym_name
 from .pipeline import run_pipeline
 from .report import GPUReport, record_gpu_stage
-from .vocabulary import DTYPES, EMIT_C_INTERFACE_ATTR
+from .runtime import ScalarSpec
+from .vocabulary import DTYPES, EMIT_C_INTERFACE_ATTR, SCALAR_TYPES
 
 __all__ = [
     "compile_nvvm",
@@ -298,6 +299,21 @@ class _GPUFunction:
                                     f"({want}{list(type_.shape)}), got {arg.dtype}{list(arg.shape)}")
                 if not arg.flags["C_CONTIGUOUS"]:
                     raise TypeError(f"argument #{index} of @{self.name} must be C-contiguous")
+            else:
+                self._scalar(index, type_, arg)
+
+    def _scalar(self, index, type_, arg):
+        """The C value of scalar argument ``index`` (the CPU runtime's
+        :class:`~tdf.runtime.ScalarSpec` conversion and checks)."""
+        where = f"argument #{index} of @{self.name}"
+        if str(type_) not in SCALAR_TYPES:
+            raise TypeError(f"{where} has the unsupported scalar type {type_} "
+                            f"(expected one of {', '.join(SCALAR_TYPES)})")
+        spec = ScalarSpec(str(type_))
+        try:
+            return spec.ctype(spec.convert(arg))
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"{where} ({type_}): {err}") from None
 
     def __call__(self, *args):
         import numpy as np
@@ -319,21 +335,13 @@ class _GPUFunction:
             ctype = rt.as_ctype(DTYPES[str(rtype.element_type)])
             out_desc = rt.make_nd_memref_descriptor(rtype.rank, ctype)()
             packed.append(ctypes.pointer(ctypes.pointer(out_desc)))
-        for arg, type_ in zip(args, self.ftype.inputs):
+        for index, (arg, type_) in enumerate(zip(args, self.ftype.inputs)):
             if isinstance(type_, ir.RankedTensorType):
                 desc = rt.get_ranked_memref_descriptor(arg)
                 keep.append(desc)
                 packed.append(ctypes.pointer(ctypes.pointer(desc)))
-            elif isinstance(type_, ir.IndexType) or isinstance(type_, ir.IntegerType):
-                value = ctypes.c_int64(int(arg))
-                keep.append(value)
-                packed.append(ctypes.pointer(value))
-            elif isinstance(type_, ir.F32Type):
-                value = ctypes.c_float(float(arg))
-                keep.append(value)
-                packed.append(ctypes.pointer(value))
             else:
-                value = ctypes.c_double(float(arg))
+                value = self._scalar(index, type_, arg)
                 keep.append(value)
                 packed.append(ctypes.pointer(value))
         engine.invoke(self.name, *packed)

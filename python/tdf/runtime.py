@@ -258,6 +258,28 @@ class ScalarSpec:
         self.type_text = type_text
         self.ctype, self.kind, self.bits = _SCALARS[type_text]
 
+    def convert(self, value):
+        """``value`` as the Python number passed for this type. Raises
+        ``TypeError`` (with the message only) for a value of another kind (a
+        bool for a number, a float for an integer) and ``ValueError`` for an
+        integer that does not fit."""
+        if self.kind is float:
+            if isinstance(value, (bool, np.bool_)) or \
+                    not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"expected a number, got {type(value).__name__}")
+            return float(value)
+        if self.kind is bool:
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"expected a bool, got {type(value).__name__}")
+            return bool(value)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"expected an integer, got {type(value).__name__}")
+        value = int(value)
+        low, high = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        if not low <= value <= high:
+            raise ValueError(f"{value} does not fit in {self.type_text}")
+        return value
+
     def __repr__(self):
         return f"ScalarSpec({self.type_text})"
 
@@ -441,21 +463,10 @@ class EntryFunction(_tdf.NativeEntry):
         return np.asarray(value, dtype=spec.dtype)
 
     def _check_scalar(self, index, spec, value):
-        if spec.kind is float:
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise self._error(index, f"expected a number, got {type(value).__name__}", TypeError)
-            return float(value)
-        if spec.kind is bool:
-            if not isinstance(value, (bool, np.bool_)):
-                raise self._error(index, f"expected a bool, got {type(value).__name__}", TypeError)
-            return bool(value)
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise self._error(index, f"expected an integer, got {type(value).__name__}", TypeError)
-        value = int(value)
-        low, high = -(1 << (spec.bits - 1)), (1 << (spec.bits - 1)) - 1
-        if not low <= value <= high:
-            raise self._error(index, f"{value} does not fit in {spec.type_text}")
-        return value
+        try:
+            return spec.convert(value)
+        except (TypeError, ValueError) as err:
+            raise self._error(index, str(err), type(err)) from None
 
     def _slow_argument(self, index, value):
         """Native slow path of a tensor argument: the array to pass."""
