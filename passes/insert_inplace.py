@@ -21,6 +21,12 @@ body proven element-wise).
 
 Rewrites, in this order, per function:
 
+0. a read of the old value of an updated tensor, in a static slice provably
+   disjoint from the update (``tensor.extract_slice %A[R']`` used after the
+   op ``P`` that computes ``%z`` for ``insert_slice %z into %A[R]``), reads
+   the updated tensor instead (:func:`rebase_disjoint_reads`): the same
+   values, and ``%A`` is no longer read after ``P``, so ``P`` may write
+   ``R`` in place;
 1. ``tensor.concat`` of freshly computed parts (a linalg element-wise op with
    a ``tensor.empty`` init, used only by the concat): the parts are computed
    straight into ``extract_slice``s of one ``tensor.empty`` of the result
@@ -43,7 +49,9 @@ Rewrites, in this order, per function:
    that only add or drop unit dimensions vanish into a rank-reduced slice,
    other views are inverted on ``%s``), so One-Shot Bufferize writes the
    destination's row and copies nothing. Only when the part and its views
-   have no other use, ``%d`` (and the dynamic offsets) are defined before the
+   have no other use (or the part, inserted without views, is read again
+   after the insert only by linalg ops, before any use of the insert's
+   result: they read it from the row), ``%d`` (and the dynamic offsets) are defined before the
    producer, ``%d`` is owned (a ``tensor.empty``, fresh value or donated
    argument, never a non-donated argument: One-Shot copies that before the
    insert) and unaliased, and neither ``%d`` nor an alias is used after the
@@ -75,7 +83,7 @@ calls run in one buffer.
 Options: ``size-match`` (default off), ``remarks`` (one remark per rejected
 candidate operand: ``in-place rejected (<rule>): operand #i (%v) ...``).
 Statistics: ``rewrites``, ``inplace-results``, ``concats``,
-``insert-slices``, and ``rejected-<rule>`` for each rule.
+``insert-slices``, ``rebased-reads``, and ``rejected-<rule>`` for each rule.
 
 Before::
 
@@ -125,7 +133,8 @@ from .liveness import Liveness, function_bodies, is_tensor, op_key
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["RULES", "Rejection", "InplaceAnalysis", "insert_inplace",
-           "populate_inplace_rewrites", "rewrite_concats", "rewrite_insert_slices"]
+           "populate_inplace_rewrites", "rebase_disjoint_reads", "rewrite_concats",
+           "rewrite_insert_slices"]
 
 RULES = ("dead", "unaliased", "owned", "fits", "kernel")
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
@@ -249,6 +258,27 @@ class InplaceAnalysis:
         old contents, since that insert overwrites exactly the region ``R``
         (the chain a concat of computed parts, or a part computed into its
         insert_slice destination, is rewritten to). None otherwise."""
+        found = self.overwritten_sources(op, value)
+        return found[0] if found else None
+
+    def overwritten_sources(self, op, value) -> list:
+        """:meth:`overwritten_source` of ``value``, then of that source, and
+        so on: a slice of a slice updated and written back
+        (``%o = extract_slice %A[R1]``, ``%r = extract_slice %o[R]``, write
+        ``%r`` at ``op``, ``insert_slice ... into %o[R]``, then
+        ``insert_slice ... into %A[R1]``): each level's only other use
+        overwrites the region that holds the written storage, so none of
+        them is read afterwards. The list from the innermost source out."""
+        found = []
+        while len(found) < 8:
+            src = self._overwritten_once(op, value)
+            if src is None:
+                break
+            found.append(src)
+            value = src
+        return found
+
+    def _overwritten_once(self, op, value):
         while True:
             owner = value.owner
             if isinstance(owner, ir.Block):
@@ -314,9 +344,9 @@ class InplaceAnalysis:
                 few = list({m: None for members in live for m in members if m != value})
                 if liveness.dead_after(value, op, few) is None:
                     return None
-        overwritten = self.overwritten_source(op, value)
+        overwritten = self.overwritten_sources(op, value)
         aliases = [m for m in alias.members(value)
-                   if m != value and (overwritten is None or m != overwritten)]
+                   if m != value and not any(m == o for o in overwritten)]
         listed = set(aliases)
         for source in sources:
             for m in alias.members(source):
@@ -801,7 +831,7 @@ def _insert_slice_plan(insert, chain, producer, module_op, analysis):
     consumers = list(reversed(chain)) + [insert]
     for value, consumer in zip(values, consumers):
         users = [u.owner.operation for u in value.uses]
-        if len(users) != 1:
+        if len(users) != 1 and not (not chain and _read_again_after(insert, part, users)):
             other = next((u for u in users if u != consumer), consumer)
             return reject("dead", "it is also used by ", other,
                           "; it is computed in its own buffer and copied")
@@ -873,6 +903,39 @@ def _insert_slice_plan(insert, chain, producer, module_op, analysis):
     if plan is None or isinstance(plan, Rejection):
         return plan
     return plan, direct is not None
+
+
+def _read_again_after(insert, part, users) -> bool:
+    """May ``part``, inserted by ``insert`` and also used by ``users``, be
+    computed in the destination's slice all the same? Its other uses then
+    read the slice (the part's value, in the destination's storage, which
+    the alias analysis now sees as one class: nothing may write it in place
+    while the part is still read). Only when every other user is a linalg
+    op (a strided buffer is no copy for it; a kernel call or a function
+    result would copy the strided slice into an identity-layout buffer, no
+    better than today's copy) after the insert in its block, and the
+    insert's result is not used before the last of them (a later
+    ``insert_slice`` into the updated tensor could overwrite the row while
+    the part is still read: One-Shot Bufferize would then copy the whole
+    destination)."""
+    block = insert.block
+    last = None
+    for user in users:
+        if user == insert:
+            continue
+        top = _ancestor_in(user, block)
+        if not user.name.startswith("linalg.") or top is None or top == insert \
+                or top.is_before_in_block(insert):
+            return False
+        if last is None or last.is_before_in_block(top):
+            last = top
+    if last is None:
+        return False
+    for use in insert.results[0].uses:
+        top = _ancestor_in(use.owner, block)
+        if top is None or top == last or top.is_before_in_block(last):
+            return False
+    return True
 
 
 def _reads_destination(producer, dest, liveness, alias):
@@ -961,6 +1024,129 @@ def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool)
         for reshape in chain:  # chain[0] fed the insert, chain[-1] read the part
             analysis.forget_op(reshape)
             reshape.erase()
+
+
+# -- reads of disjoint slices after an update ---------------------------------
+
+def _static_region(op, base: int):
+    """``(offsets, sizes, strides)`` of slice op ``op`` (``base``: the
+    operand the slice is taken of), or None when one is dynamic."""
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    if any(segments[base + 1:]):
+        return None
+    return tuple(list(ir.DenseI64ArrayAttr(op.attributes[name]))
+                 for name in ("static_offsets", "static_sizes", "static_strides"))
+
+
+def _disjoint(a, b) -> bool:
+    """Are static slice regions ``a`` and ``b`` (of one tensor) provably
+    disjoint: in some dimension their index ranges do not meet (or one is
+    empty)."""
+    for oa, sa, ta, ob, sb, tb in zip(*a, *b):
+        if sa == 0 or sb == 0:
+            return True
+        if oa + (sa - 1) * ta < ob or ob + (sb - 1) * tb < oa:
+            return True
+    return False
+
+
+def _ancestor_in(op, block):
+    """``op`` or the op around it that sits directly in ``block``, or None."""
+    op = op.operation
+    while op is not None:
+        if op.block == block:
+            return op
+        parent = op.parent
+        if parent is None or parent.name == "func.func":
+            return None
+        op = parent.operation
+    return None
+
+
+def rebase_disjoint_reads(func, ctx: PassContext | None = None) -> int:
+    """Reads of the *old* value of an updated tensor, in a region provably
+    disjoint from the update, read the *new* value instead: for
+    ``%c = tensor.insert_slice %z into %A[R]`` (static ``R``) whose source is
+    produced by ``P`` (a ``tdf.call`` or an element-wise linalg op) in the
+    insert's block, every ``%r = tensor.extract_slice %A[R']`` with a static
+    ``R'`` disjoint from ``R`` that is used after ``P`` is taken of ``%c``
+    instead (the insert moves up to right after ``P``; a slice taken before
+    ``P`` gets a copy of it after the insert for its later uses). The values
+    are the same (``R'`` does not meet ``R``), but ``%A`` is no longer read
+    after ``P``: ``P`` may write ``R`` of ``%A`` in place (the
+    read-modify-write of rows 0..3 while rows 4..7 are read later), and
+    One-Shot Bufferize, which cannot tell a call's write from a later read
+    of a disjoint slice, sees no conflict. Only when that leaves ``%A`` with
+    no use after ``P`` but the insert (otherwise nothing is gained and the
+    IR is left alone). Returns how many inserts had reads rebased."""
+    done = 0
+    for insert in collect_ops(func.operation, "tensor.insert_slice"):
+        region = _static_region(insert, 1)
+        if region is None:
+            continue
+        source, dest = insert.operands[0], insert.operands[1]
+        if isinstance(source.owner, ir.Block):
+            continue
+        producer = source.owner.operation
+        block = insert.block
+        if producer.block != block or not producer.is_before_in_block(insert) or not (
+                producer.name == "tdf.call" or is_elementwise_linalg(producer)):
+            continue
+        if not isinstance(dest.owner, ir.Block):
+            definer = _ancestor_in(dest.owner.operation, block)
+            if definer is not None and not definer.is_before_in_block(producer):
+                continue
+        later, early, ok = [], [], True
+        for use in dest.uses:
+            user = use.owner.operation
+            if user == insert:
+                continue
+            top = _ancestor_in(user, block)
+            if top is None or user == producer or top == producer:
+                ok = False
+                break
+            is_slice = user.name == "tensor.extract_slice"
+            other = _static_region(user, 0) if is_slice else None
+            if top.is_before_in_block(producer):
+                if not is_slice:
+                    continue  # a read before the update
+                uses_after = []
+                for u in user.results[0].uses:
+                    where = _ancestor_in(u.owner, block)
+                    if where is None:
+                        ok = False
+                    elif where != producer and not where.is_before_in_block(producer):
+                        uses_after.append((u.owner.operation, u.operand_number))
+                if not ok:
+                    break
+                if not uses_after:
+                    continue
+                if other is None or not _disjoint(region, other):
+                    ok = False
+                    break
+                early.append((user, uses_after))
+            else:
+                if other is None or not _disjoint(region, other):
+                    ok = False
+                    break
+                later.append(user)
+        if not ok or not (later or early):
+            continue
+        insert.move_after(producer)
+        updated = insert.results[0]
+        for user in later:
+            user.operands[0] = updated
+        for user, uses_after in early:
+            clone = user.clone(ip=ir.InsertionPoint.after(insert))
+            clone.operands[0] = updated
+            for owner, number in uses_after:
+                owner.operands[number] = clone.results[0]
+            if not list(user.results[0].uses):
+                user.erase()  # a use of %A before the update is a use all the same
+        done += 1
+        if ctx is not None:
+            ctx.statistic("rebased-reads")
+    return done
 
 
 # -- calls and linalg ops -----------------------------------------------------
@@ -1202,6 +1388,7 @@ def insert_inplace(func, module_op=None, ctx: PassContext | None = None,
     if module_op is None:
         module_op = func.parent.operation
     concat_rejections: list[Rejection] = []
+    rebase_disjoint_reads(func, ctx)
     rewrite_concats(func, ctx, module_op, concat_rejections)
     rewrite_insert_slices(func, ctx, module_op, concat_rejections)
     rewriter = _Rewriter(func, module_op, ctx, size_match)
@@ -1236,6 +1423,7 @@ def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassCont
     for func in function_bodies(module_op):
         parent = func.parent.operation
         concat_rejections: list[Rejection] = []
+        rebase_disjoint_reads(func, ctx)
         rewrite_concats(func, ctx, parent, concat_rejections)
         rewrite_insert_slices(func, ctx, parent, concat_rejections)
         rewriter = _Rewriter(func, parent, ctx, size_match, warned)
@@ -1327,6 +1515,7 @@ def keep_one_shot_agreement(module_op, generated, ctx: PassContext | None = None
         ("inplace-results", "Results computed in the storage of an operand"),
         ("concats", "tensor.concat ops computed into their final storage"),
         ("insert-slices", "tensor.insert_slice parts computed straight into their destination"),
+        ("rebased-reads", "Updates whose later reads of disjoint slices now read the new value"),
         ("rejected-dead", "Candidates rejected: the operand is used later"),
         ("rejected-unaliased", "Candidates rejected: an alias is used later or escaped"),
         ("rejected-owned", "Candidates rejected: non-donated argument or constant"),

@@ -64,7 +64,9 @@ def _analysis_pipeline() -> str:
 def one_shot_copies(module_op) -> dict | None:
     """``{op_key(call): {operand, ...}}``: the in-place operands of each
     ``tdf.call_inplace`` under ``module_op`` that One-Shot Bufferize's
-    analysis (on a copy of the module) would copy before the call. None
+    analysis (on a copy of the module) would copy before the call -- the
+    operand itself, or a view it is taken through (an out-of-place
+    ``extract_slice`` is a copy of the slice the call then writes). None
     when the analysis cannot run (not a module, or One-Shot fails: the
     bufferization itself will report that)."""
     module_op = module_op.operation
@@ -94,12 +96,37 @@ def one_shot_copies(module_op) -> dict | None:
             flags = [ir.StringAttr(a).value
                      for a in ir.ArrayAttr(analysed.attributes["__inplace_operands_attr__"])]
             indices = list(ir.DenseI64ArrayAttr(call.attributes["inplace_indices"]))
-            bad = {i for i in indices if 0 <= i < len(flags) and flags[i] == "false"}
+            bad = {i for i in indices if 0 <= i < len(flags)
+                   and (flags[i] == "false" or _view_copied(analysed.operands[i]))}
             if bad:
                 found[op_key(call)] = bad
         return found
     finally:
         clone.erase()
+
+
+_VIEWS = ("tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape")
+
+
+def _view_copied(value) -> bool:
+    """Is ``value`` (in the analysed clone) a view -- ``extract_slice``,
+    ``expand_shape``/``collapse_shape``, possibly of another view -- that
+    One-Shot Bufferize makes out of place, i.e. a copy of the storage the
+    in-place call was meant to write (its write then lands in the copy)?"""
+    for _ in range(16):
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return False
+        owner = owner.operation
+        if owner.name not in _VIEWS:
+            return False
+        if "__inplace_operands_attr__" in owner.attributes:
+            flags = [ir.StringAttr(a).value
+                     for a in ir.ArrayAttr(owner.attributes["__inplace_operands_attr__"])]
+            if flags and flags[0] == "false":
+                return True
+        value = owner.operands[0]
+    return False
 
 
 def verify_function(func, copies: dict | None = None) -> list:
