@@ -99,7 +99,9 @@ MATH_TO_LLVM = [
     "tdf-donate, One-Shot Bufferize with function boundaries, ownership-based deallocation",
     options=[PassOption("dealloc", bool, True, "Insert buffer deallocations (no leaks)"),
              PassOption("copy-before-write", bool, False,
-                        "Functional baseline: copy before every write (nothing in place)")],
+                        "Functional baseline: copy before every write (nothing in place)"),
+             PassOption("check-sizes", bool, True,
+                        "Run tdf-check-sizes first (off when an earlier stage ran it)")],
 )
 def bufferize_pipeline(options: dict) -> str:
     """``tdf-check-sizes`` → ``tdf-donate`` → One-Shot Bufferize (function
@@ -111,6 +113,8 @@ def bufferize_pipeline(options: dict) -> str:
     result).
 
     Options: ``dealloc`` (bool, default true): insert deallocations;
+    ``check-sizes`` (bool, default true): run ``tdf-check-sizes`` first
+    (``tdf-lower-to-cpu`` turns it off: its first stage ran it);
     ``copy-before-write`` (bool, default false): the functional baseline --
     One-Shot Bufferize skips its analysis and copies before **every** write
     (nothing runs in place, donation buys nothing). Only for measuring what
@@ -127,8 +131,8 @@ def bufferize_pipeline(options: dict) -> str:
         memref.copy %row, %slot : ...
     """
     one_shot_pass = ONE_SHOT_COPY_BEFORE_WRITE if options["copy-before-write"] else ONE_SHOT
-    passes = ["tdf-check-sizes", "tdf-donate", one_shot_pass, "canonicalize", "cse",
-              "tdf-drop-donated-results"]
+    passes = ["tdf-check-sizes"] if options["check-sizes"] else []
+    passes += ["tdf-donate", one_shot_pass, "canonicalize", "cse", "tdf-drop-donated-results"]
     if options["dealloc"]:
         passes += [
             "tdf-unown-opaque-results{phase=snapshot}",
@@ -252,9 +256,10 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
                                         values["fuse-kernels"]))]
     if values["strict"]:
         stages.append(("strict", [STRICT_CHECK]))
+    # tdf-check-sizes ran first in the inplace stage.
     stages.append(("bufferize", (["tdf-bounds-checks"] if values["bounds-checks"] else [])
-                   + ["tdf-bufferize{copy-before-write=true}" if copy_before_write
-                      else "tdf-bufferize"]))
+                   + ["tdf-bufferize{check-sizes=false copy-before-write=true}"
+                      if copy_before_write else "tdf-bufferize{check-sizes=false}"]))
     stages.append(("llvm", (["tdf-alloc-checks"] if values["alloc-checks"] else [])
                    + lower_to_llvm(values["count-allocations"], values["approximate-math"])))
     return stages
