@@ -19,8 +19,12 @@ import numpy as np
 import pytest
 
 import tdf
-from tdf.allocator import (allocator_stats, release_cached_memory, reset_allocator_stats,
-                           set_allocator_cache_limit)
+from tdf.allocator import (
+    allocator_stats,
+    release_cached_memory,
+    reset_allocator_stats,
+    set_allocator_cache_limit,
+)
 
 N = 1 << 20  # 4 MiB of f32: well over the smallest cached block
 

@@ -34,6 +34,7 @@
 #include <numpy/arrayobject.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csetjmp>
@@ -152,7 +153,8 @@ struct AllocatorState {
   /// Freed large blocks, by size class.
   std::multimap<size_t, CachedBlock> cached;
   size_t cachedBytes = 0, peakCachedBytes = 0;
-  size_t limit = kDefaultLimitBytes;
+  /// Read without the lock by allocations (0: the C allocator, untouched).
+  std::atomic<size_t> limit{kDefaultLimitBytes};
   uint64_t sequence = 0;
   /// Live NativeEntry objects (compiled functions): the cache keeps blocks
   /// only while some exist and is emptied when the last one goes.
@@ -282,13 +284,13 @@ extern "C" void *tdf_rt_aligned_alloc(uint64_t alignment, uint64_t bytes) {
   if ((alignment & (alignment - 1)) != 0 || alignment > kMaxRequestBytes ||
       bytes >= kMaxRequestBytes)
     return nullptr;
-  if (bytes < kMinCachedBytes) {
+  AllocatorState &s = allocator();
+  if (bytes < kMinCachedBytes || s.limit.load(std::memory_order_relaxed) == 0) {
     void *pointer = nullptr;
     if (posix_memalign(&pointer, alignment, bytes ? bytes : 1) != 0)
       return nullptr;
     return pointer;
   }
-  AllocatorState &s = allocator();
   size_t size = sizeClass(bytes);
   if (void *pointer = takeCached(s, size, alignment))
     return pointer;
@@ -304,7 +306,8 @@ extern "C" void *tdf_rt_aligned_alloc(uint64_t alignment, uint64_t bytes) {
 
 /// `malloc` of the compiled code (what memref.alloc lowers to).
 extern "C" void *tdf_rt_alloc(uint64_t bytes) {
-  if (bytes < kMinCachedBytes)
+  if (bytes < kMinCachedBytes ||
+      allocator().limit.load(std::memory_order_relaxed) == 0)
     return std::malloc(bytes);
   return tdf_rt_aligned_alloc(alignof(std::max_align_t), bytes);
 }
@@ -314,9 +317,9 @@ extern "C" void *tdf_rt_calloc(uint64_t count, uint64_t size) {
   if (size && count > kMaxRequestBytes / size)
     return nullptr;
   uint64_t bytes = count * size;
-  if (bytes < kMinCachedBytes)
-    return std::calloc(bytes ? bytes : 1, 1);
   AllocatorState &s = allocator();
+  if (bytes < kMinCachedBytes || s.limit.load(std::memory_order_relaxed) == 0)
+    return std::calloc(bytes ? bytes : 1, 1);
   size_t cls = sizeClass(bytes);
   if (void *pointer = takeCached(s, cls, alignof(std::max_align_t))) {
     std::memset(pointer, 0, bytes);
@@ -1153,7 +1156,7 @@ void tdfpy::registerRuntime(nb::module_ &m) {
         stats["cached_blocks"] = s.cached.size();
         stats["peak_cached_bytes"] = s.peakCachedBytes;
         stats["live_blocks"] = s.live.size();
-        stats["limit_bytes"] = s.limit;
+        stats["limit_bytes"] = s.limit.load();
         stats["min_block_bytes"] = kMinCachedBytes;
         stats["users"] = s.users;
         return stats;
