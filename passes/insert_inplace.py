@@ -1042,6 +1042,8 @@ def _disjoint(a, b) -> bool:
     """Are static slice regions ``a`` and ``b`` (of one tensor) provably
     disjoint: in some dimension their index ranges do not meet (or one is
     empty)."""
+    if any(t < 1 for t in a[2] + b[2]):
+        return False  # a zero or negative step: no interval reasoning
     for oa, sa, ta, ob, sb, tb in zip(*a, *b):
         if sa == 0 or sb == 0:
             return True

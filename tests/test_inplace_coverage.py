@@ -446,3 +446,26 @@ func.func @f(%d: tensor<4x8xf32> {tdf.donate}, %y: tensor<8xf32>) -> (tensor<4x8
     c[2] = z
     on, off = _compare(text, [d, y], (c, z + z), {0})
     assert on.bytes_copied("f") == 0 and off.bytes_copied("f") == 32, (str(on), str(off))
+
+
+@pytest.mark.parametrize("flag, copied", [("false", True), ("true", False)])
+def test_out_of_place_view_of_an_in_place_operand_counts_as_a_copy(flag, copied):
+    """``tdf-verify-inplace`` (and the pass's One-Shot agreement) reads
+    One-Shot's decisions: an ``extract_slice`` it makes out of place (through
+    a reshape view too) is a copy of the storage the in-place call writes."""
+    from mlir import ir
+    from tdf.passes.verify_inplace import _view_copied
+    text = f"""
+func.func @f(%A: tensor<4x8xf32>) -> tensor<1x8xf32> {{
+  %r = tensor.extract_slice %A[1, 0] [1, 8] [1, 1] {{__inplace_operands_attr__ = ["{flag}"]}} : tensor<4x8xf32> to tensor<8xf32>
+  %e = tensor.expand_shape %r [[0, 1]] output_shape [1, 8] {{__inplace_operands_attr__ = ["true"]}} : tensor<8xf32> into tensor<1x8xf32>
+  return %e : tensor<1x8xf32>
+}}
+"""
+    ctx = tdf.Context()
+    module = tdf.parse(text, ctx)
+    with ctx:
+        func = module.body.operations[0]
+        ret = func.regions[0].blocks[0].operations[2]
+        assert _view_copied(ret.operands[0]) is copied
+        assert _view_copied(func.regions[0].blocks[0].arguments[0]) is False
