@@ -212,6 +212,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--target-s", type=float, default=0.05)
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="allocator modes to run (cache,nocache,system)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -219,9 +221,13 @@ def main(argv=None):
     if args.child:
         print(json.dumps(_round(sizes, args.reps, args.target_s)))
         return
-    rounds = {mode: [] for mode in MODES}
+    modes = tuple(m for m in args.modes.split(",") if m)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        parser.error(f"--modes: unknown mode(s) {', '.join(unknown)} (choose from {', '.join(MODES)})")
+    rounds = {mode: [] for mode in modes}
     for r in range(args.rounds):
-        for mode in MODES[r % len(MODES):] + MODES[:r % len(MODES)]:
+        for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
             t0 = time.time()
             rounds[mode].append(_child(mode, sizes, args.reps, args.target_s))
             print(f"round {r + 1}/{args.rounds} {mode}: {time.time() - t0:.0f} s", file=sys.stderr)

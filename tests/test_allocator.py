@@ -410,3 +410,50 @@ def test_limit_argument_checks():
         set_allocator_cache_limit(-1)
     with pytest.raises(TypeError, match="must be an int"):
         set_allocator_cache_limit(1.5)
+
+
+def test_fork_child_can_allocate():
+    """The cache's lock is held across fork() (pthread_atfork): a child forked
+    while other threads allocate can still allocate and reuse."""
+    out = _run(f"""
+        import os, threading, numpy as np, tdf
+        from tdf.allocator import allocator_stats
+        p = tdf.compile({PROGRAM!r})
+        x = np.ones({N}, np.float32)
+        stop = []
+        def churn():
+            while not stop:
+                p.axpa(x, 1.0)
+        ts = [threading.Thread(target=churn) for _ in range(2)]
+        for t in ts: t.start()
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:
+                for k in range(3):
+                    assert (p.axpa(x, float(k)) == 2 * k).all()
+                os._exit(0 if allocator_stats()["hits"] >= 1 else 3)
+            _, status = os.waitpid(pid, 0)
+            assert status == 0, status
+        stop.append(1)
+        for t in ts: t.join()
+        print("ok")
+    """)
+    assert out.stdout.strip() == "ok"
+
+
+def test_ew_chain_benchmark_smoke(tmp_path):
+    """benchmarks/ew_chain.py at a toy size, one round with the cache: every
+    variant checked against numpy, the table written."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "ew_chain.py"),
+                          "--sizes", "300000", "--rounds", "1", "--reps", "1",
+                          "--target-s", "0.001", "--modes", "cache", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    table = (tmp_path / "ew_chain.md").read_text()
+    assert "| 300,000 | cache |" in table
+    import json
+    data = json.loads((tmp_path / "ew_chain.json").read_text())
+    cache = data["rounds"]["cache"][0]["300000"]["allocator"]
+    assert cache["hits"] >= 5 and cache["misses"] == 0  # 1.2 MB results: reused

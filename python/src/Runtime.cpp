@@ -49,6 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <pthread.h>
 #include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -199,11 +200,19 @@ size_t defaultLimit() {
   return (size_t)value * scale;
 }
 
+AllocatorState *allocatorState = nullptr;
+
 AllocatorState &allocator() {
   // Never destroyed: result arrays may be freed during interpreter teardown.
   static AllocatorState *state = [] {
     auto *s = new AllocatorState();
     s->limit = defaultLimit();
+    allocatorState = s;
+    // A fork while another thread holds the lock would leave the child's
+    // copy locked forever: hold it across fork(), release it on both sides.
+    pthread_atfork([] { allocatorState->lock.lock(); },
+                   [] { allocatorState->lock.unlock(); },
+                   [] { allocatorState->lock.unlock(); });
     return s;
   }();
   return *state;
