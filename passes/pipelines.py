@@ -18,7 +18,7 @@ import re
 from .registry import PassOption, register_pipeline
 
 __all__ = [
-    "ONE_SHOT_OPTIONS", "ONE_SHOT", "one_shot",
+    "ONE_SHOT_OPTIONS", "ONE_SHOT", "ONE_SHOT_ANALYSIS", "one_shot",
     "FUSE_KERNELS", "LIBM_OPS", "APPROXIMATED_OPS", "APPROXIMATE_MATH", "MATH_TO_LLVM",
     "LOWER_TO_LLVM", "lower_to_llvm", "STRICT_CHECK", "inplace_stage",
     "CPU_OPTIONS", "cpu_stages",
@@ -45,6 +45,11 @@ def one_shot(*extra: str) -> str:
 
 ONE_SHOT = one_shot()
 ONE_SHOT_COPY_BEFORE_WRITE = one_shot("copy-before-write")
+#: One-Shot Bufferize's analysis alone (donation first, nothing rewritten):
+#: it annotates ``__inplace_operands_attr__`` on every op it would bufferize,
+#: the source of truth for which writes copy (``tdf.compile``'s report and
+#: ``tdf-verify-inplace``; run on a copy of the module).
+ONE_SHOT_ANALYSIS = ["tdf-donate", one_shot("test-analysis-only")]
 
 #: The fusion stage of the CPU pipeline (before tdf-insert-inplace): chains of
 #: kernel calls inlined as linalg ops, then fused into one loop. No cse here:

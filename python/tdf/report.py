@@ -23,7 +23,7 @@ from mlir import ir
 
 from .errors import format_location
 from .passes._ir import arg_dicts, collect_ops, has_body, sym_name
-from .passes.pipelines import one_shot
+from .passes.pipelines import ONE_SHOT_ANALYSIS
 from .vocabulary import (
     ACCESS_ATTR,
     ASSUME_UNALIASED,
@@ -331,7 +331,7 @@ def inplace_decisions(module, filename: str) -> tuple[list, list]:
     from .pipeline import run_pipeline
 
     copy = module.operation.clone()
-    run_pipeline(copy, "builtin.module(tdf-donate, " + one_shot("test-analysis-only") + ")")
+    run_pipeline(copy, "builtin.module(" + ", ".join(ONE_SHOT_ANALYSIS) + ")")
     # Per function, the access One-Shot inferred for each argument
     # ("read", "write", "read-write", "none"): what a func.call writes.
     access = {sym_name(func): [ir.StringAttr(d[ACCESS_ATTR]).value if ACCESS_ATTR in d
