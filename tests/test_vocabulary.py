@@ -77,3 +77,21 @@ def test_gpu_report_counts_i1_bytes_like_the_cpu_report():
     assert report.d2h == (1, N)  # the bool result: one byte per element
     assert report.h2d == (1, 4 * N)
     assert report.device_alloc_bytes == 4 * N + N
+
+
+@pytest.mark.parametrize("n, element, dtype", [(8, "f32", np.float32), (100, "f32", np.float32),
+                                               (8, "i1", np.bool_), (16, "f64", np.float64)])
+def test_counted_bytes_are_the_report_bytes_rounded_to_the_alignment(n, element, dtype):
+    """The report counts the memref's bytes; the counting allocator sees
+    what aligned_alloc is asked for: those bytes rounded up to 64."""
+    t = f"tensor<{n}x{element}>"
+    prog = tdf.compile(f"""
+func.func @copy(%x: {t}) -> {t} {{
+  %e = tensor.empty() : {t}
+  %r = linalg.copy ins(%x : {t}) outs(%e : {t}) -> {t}
+  return %r : {t}
+}}""", count_allocations=True)
+    static = prog.report().bytes_allocated("copy")
+    assert static == n * np.dtype(dtype).itemsize
+    prog.copy(np.zeros(n, dtype))
+    assert prog.allocation_stats().bytes == -(-static // 64) * 64
