@@ -453,7 +453,6 @@ def test_out_of_place_view_of_an_in_place_operand_counts_as_a_copy(flag, copied)
     """``tdf-verify-inplace`` (and the pass's One-Shot agreement) reads
     One-Shot's decisions: an ``extract_slice`` it makes out of place (through
     a reshape view too) is a copy of the storage the in-place call writes."""
-    from mlir import ir
     from tdf.passes.verify_inplace import _view_copied
     text = f"""
 func.func @f(%A: tensor<4x8xf32>) -> tensor<1x8xf32> {{
