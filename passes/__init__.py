@@ -6,8 +6,10 @@ textual pipelines from Python and on the ``tdf-opt`` command line.
 
 Each pass lives in the module named after it (``tdf-widen-i1-memrefs`` in
 :mod:`tdf.passes.widen_i1_memrefs`); the pipelines, which only assemble pass
-lists, live in :mod:`tdf.passes.pipelines`. Modules starting with ``_`` hold
-helpers shared by several passes.
+lists, live in :mod:`tdf.passes.pipelines`; the analyses the passes share
+(liveness, aliasing, kernel classification, shapes, the in-place rules) in
+:mod:`tdf.passes.analysis`. Modules starting with ``_`` hold rewrite helpers
+shared by passes.
 """
 
 # Registers tdf's op classes for ``op.opview``: without it every opview of a
@@ -17,8 +19,8 @@ from .. import dialects as _dialects  # noqa: F401
 
 # Each module registers its pass (or, for pipelines, its pipelines) on import.
 from . import (  # noqa: F401
-    alias,
     alloc_checks,
+    analysis,
     bounds_checks,
     check_sizes,
     donate,
@@ -29,7 +31,6 @@ from . import (  # noqa: F401
     gpu_device_memory,
     inline_kernels,
     insert_inplace,
-    liveness,
     pipelines,
     rescale_subnormal_math,
     split_scf_blocks,

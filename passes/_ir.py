@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from mlir import ir
 
 __all__ = ["collect_ops", "function_type", "sym_name", "is_public", "has_body",
-           "arg_dicts", "set_arg_dicts"]
+           "arg_dicts", "set_arg_dicts", "ancestor_in"]
 
 
 def collect_ops(root, names: str | Iterable[str] | None = None,
@@ -56,3 +56,16 @@ def arg_dicts(func) -> list[dict]:
 def set_arg_dicts(func, dicts: list[dict]) -> None:
     """Writes back dictionaries read with :func:`arg_dicts`."""
     func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])
+
+
+def ancestor_in(op, block):
+    """``op`` or the op around it that sits directly in ``block``, or None."""
+    op = op.operation
+    while op is not None:
+        if op.block == block:
+            return op
+        parent = op.parent
+        if parent is None or parent.name == "func.func":
+            return None
+        op = parent.operation
+    return None

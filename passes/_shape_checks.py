@@ -26,15 +26,15 @@ named op that carries one), the element-wise named ops (identity maps),
 ``linalg.matmul``/``batch_matmul`` (their default maps) and
 ``linalg.transpose``. A map result that is not a single loop dimension (e.g.
 ``d0 + d1``) is not checked here (its accesses are not either). Tensor
-dimensions provably equal (:func:`tdf.passes._shapes.dim_key`: the same
+dimensions provably equal (:func:`tdf.passes.analysis.shapes.dim_key`: the same
 ``tensor.empty`` size, a ``tensor.dim`` of the same value, ...) need no check."""
 
 from __future__ import annotations
 
 from mlir import ir
 
-from ._kernels import ELEMENTWISE_OPS
-from ._shapes import dim_key
+from .analysis.kernels import ELEMENTWISE_OPS
+from .analysis.shapes import dim_key
 
 __all__ = ["plan_shape_checks", "emit_shape_check", "plan_cast_checks", "emit_cast_check"]
 
@@ -148,7 +148,7 @@ def plan_shape_checks(op) -> list[tuple]:
                 a, b = op.operands[index], op.operands[ref_index]
                 if isinstance(a.type, ir.RankedTensorType) and isinstance(b.type, ir.RankedTensorType) \
                         and dim_key(a, d) == dim_key(b, ref_d):
-                    continue  # provably equal (passes/_shapes.py)
+                    continue  # provably equal (passes/analysis/shapes.py)
                 pairs.append((index, d, ref_index, ref_d))
     return pairs
 

@@ -53,7 +53,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ._ir import collect_ops, function_type, has_body, sym_name
-from .liveness import op_key
+from .analysis.liveness import op_key
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["MAX_FUSED_CHAIN", "inline_kernels"]

@@ -18,10 +18,12 @@ it with ``strict``). In-place result ``i`` of a ``tdf.call_inplace``
   call that reads an overlapping view of the storage it writes (One-Shot
   copies the *read* then, so the in-place operand itself looks fine).
 
-A violation is a warning (the copy is made, the seed's X0): ``in-place
-operand #0 (%x) ... is still used by %y (tdf.call) (dead); a copy will be
-made``; with option ``strict`` it is an error and the pass fails (X1). When
-only One-Shot objects, the message says so.
+A violation is a warning (the program stays correct: the copy is made):
+``in-place operand #0 (%x) ... is still used by %y (tdf.call) (dead); a copy
+will be made``; with option ``strict`` it is an error and the pass fails.
+When only One-Shot objects, the message says so. The rules are
+:class:`tdf.passes.analysis.inplace.InplaceAnalysis`'s, One-Shot's verdict
+:func:`tdf.passes.analysis.one_shot.one_shot_copies`.
 
 Options: ``strict`` (default off). Statistics: ``checked`` (in-place operands
 checked), ``violations``.
@@ -39,94 +41,14 @@ Before / after (the IR is unchanged; diagnostics only)::
 from __future__ import annotations
 
 from mlir import ir
-from mlir import passmanager
 
 from ._ir import collect_ops
-from .insert_inplace import InplaceAnalysis, _namer
-from .liveness import function_bodies, op_key
+from .analysis.inplace import InplaceAnalysis, namer
+from .analysis.liveness import function_bodies, op_key
+from .analysis.one_shot import one_shot_copies
 from .registry import PassContext, PassOption, register_pass
 
-__all__ = ["verify_function", "one_shot_copies", "ANALYSIS_PIPELINE"]
-
-# One-Shot Bufferize's own analysis with the options of every tdf pipeline.
-# Imported lazily from .pipelines (which imports this module's registry).
-ANALYSIS_PIPELINE = None
-
-
-def _analysis_pipeline() -> str:
-    global ANALYSIS_PIPELINE
-    if ANALYSIS_PIPELINE is None:
-        from .pipelines import one_shot
-        ANALYSIS_PIPELINE = "builtin.module(tdf-donate, " + one_shot("test-analysis-only") + ")"
-    return ANALYSIS_PIPELINE
-
-
-def one_shot_copies(module_op) -> dict | None:
-    """``{op_key(call): {operand, ...}}``: the in-place operands of each
-    ``tdf.call_inplace`` under ``module_op`` that One-Shot Bufferize's
-    analysis (on a copy of the module) would copy before the call -- the
-    operand itself, or a view it is taken through (an out-of-place
-    ``extract_slice`` is a copy of the slice the call then writes). None
-    when the analysis cannot run (not a module, or One-Shot fails: the
-    bufferization itself will report that)."""
-    module_op = module_op.operation
-    if module_op.name != "builtin.module":
-        return None
-    calls = collect_ops(module_op, "tdf.call_inplace")
-    if not calls:
-        return {}
-    clone = module_op.clone()
-    context = module_op.context
-    handler = context.attach_diagnostic_handler(lambda diagnostic: True)
-    try:
-        pm = passmanager.PassManager.parse(_analysis_pipeline(), context=context)
-        pm.run(clone)
-    except ir.MLIRError:
-        return None
-    finally:
-        handler.detach()
-    copied = collect_ops(clone, "tdf.call_inplace")
-    try:
-        if len(copied) != len(calls):
-            return None
-        found = {}
-        for call, analysed in zip(calls, copied):
-            if "__inplace_operands_attr__" not in analysed.attributes:
-                continue
-            flags = [ir.StringAttr(a).value
-                     for a in ir.ArrayAttr(analysed.attributes["__inplace_operands_attr__"])]
-            indices = list(ir.DenseI64ArrayAttr(call.attributes["inplace_indices"]))
-            bad = {i for i in indices if 0 <= i < len(flags)
-                   and (flags[i] == "false" or _view_copied(analysed.operands[i]))}
-            if bad:
-                found[op_key(call)] = bad
-        return found
-    finally:
-        clone.erase()
-
-
-_VIEWS = ("tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape")
-
-
-def _view_copied(value) -> bool:
-    """Is ``value`` (in the analysed clone) a view -- ``extract_slice``,
-    ``expand_shape``/``collapse_shape``, possibly of another view -- that
-    One-Shot Bufferize makes out of place, i.e. a copy of the storage the
-    in-place call was meant to write (its write then lands in the copy)?"""
-    for _ in range(16):
-        owner = value.owner
-        if isinstance(owner, ir.Block):
-            return False
-        owner = owner.operation
-        if owner.name not in _VIEWS:
-            return False
-        if "__inplace_operands_attr__" in owner.attributes:
-            flags = [ir.StringAttr(a).value
-                     for a in ir.ArrayAttr(owner.attributes["__inplace_operands_attr__"])]
-            if flags and flags[0] == "false":
-                return True
-        value = owner.operands[0]
-    return False
+__all__ = ["verify_function", "verify_inplace"]
 
 
 def verify_function(func, copies: dict | None = None) -> list:
@@ -135,7 +57,7 @@ def verify_function(func, copies: dict | None = None) -> list:
     docstring); ``copies`` is :func:`one_shot_copies` of the module (None:
     tdf's rules only)."""
     analysis = InplaceAnalysis(func)
-    name = _namer(func)
+    name = namer(func)
     found = []
     for op in analysis.liveness.ops:
         if op.name != "tdf.call_inplace":
@@ -181,7 +103,7 @@ def verify_inplace(op, ctx: PassContext) -> None:
         if not violations:
             continue
         ctx.statistic("violations", len(violations))
-        for call, index, text, rule in violations:
+        for call, _index, text, rule in violations:
             message = f"{text} ({rule})"
             if strict:
                 ctx.error(call, message + "; in-place call would need a copy")

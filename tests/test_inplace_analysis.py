@@ -1,5 +1,5 @@
 """pytest for the in-place analyses and rewrites: the Python API of
-tdf.passes.liveness / alias / insert_inplace / verify_inplace. Their time
+tdf.passes.analysis.liveness / alias, insert_inplace, verify_inplace. Their time
 against function size is measured in benchmarks/ (inplace_scaling.py,
 run.py's compile_scaling)."""
 
@@ -10,8 +10,9 @@ import pytest
 
 import tdf
 from mlir import ir
-from tdf.passes import alias as alias_mod
-from tdf.passes import insert_inplace, liveness, verify_inplace
+from tdf.passes import insert_inplace, verify_inplace
+from tdf.passes.analysis import alias as alias_mod
+from tdf.passes.analysis import liveness
 
 from inplace_invariant import corpus_package
 

@@ -453,7 +453,7 @@ def test_out_of_place_view_of_an_in_place_operand_counts_as_a_copy(flag, copied)
     """``tdf-verify-inplace`` (and the pass's One-Shot agreement) reads
     One-Shot's decisions: an ``extract_slice`` it makes out of place (through
     a reshape view too) is a copy of the storage the in-place call writes."""
-    from tdf.passes.verify_inplace import _view_copied
+    from tdf.passes.analysis.one_shot import view_copied
     text = f"""
 func.func @f(%A: tensor<4x8xf32>) -> tensor<1x8xf32> {{
   %r = tensor.extract_slice %A[1, 0] [1, 8] [1, 1] {{__inplace_operands_attr__ = ["{flag}"]}} : tensor<4x8xf32> to tensor<8xf32>
@@ -466,5 +466,5 @@ func.func @f(%A: tensor<4x8xf32>) -> tensor<1x8xf32> {{
     with ctx:
         func = module.body.operations[0]
         ret = func.regions[0].blocks[0].operations[2]
-        assert _view_copied(ret.operands[0]) is copied
-        assert _view_copied(func.regions[0].blocks[0].arguments[0]) is False
+        assert view_copied(ret.operands[0]) is copied
+        assert view_copied(func.regions[0].blocks[0].arguments[0]) is False

@@ -15,8 +15,8 @@ import subprocess
 import sys
 
 import tdf
-from tdf.passes import liveness as L
-from tdf.passes.alias import AliasAnalysis
+from tdf.passes.analysis import liveness as L
+from tdf.passes.analysis.alias import AliasAnalysis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

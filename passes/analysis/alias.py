@@ -56,8 +56,8 @@ import heapq
 
 from mlir import ir
 
+from ..registry import PassContext, register_pass
 from .liveness import function_bodies, is_tensor
-from .registry import PassContext, register_pass
 
 __all__ = ["AliasAnalysis", "VIEW_OPS", "DEST_OPERAND", "FRESH_OPS", "DONATE_ATTR"]
 
@@ -84,6 +84,9 @@ CONSTANT_OPS = frozenset({"arith.constant", "tensor.constant"})
 # Region ops whose results alias the values their regions yield.
 _BRANCH_OPS = frozenset({"scf.if", "scf.index_switch", "scf.execute_region"})
 _BLACK_HOLE = "<escaped>"
+# Terminators and ops that relate no tensors by themselves.
+_NO_ALIASING = frozenset({"func.return", "scf.yield", "scf.condition", "func.func",
+                          "tensor.yield", "scf.in_parallel"})
 
 
 def _arg_attrs(func) -> list[dict]:
@@ -296,7 +299,7 @@ class AliasAnalysis:
     def _build(self) -> None:
         func = self.func
         entry = func.regions[0].blocks[0]
-        for index, (arg, attrs) in enumerate(zip(entry.arguments, _arg_attrs(func))):
+        for arg, attrs in zip(entry.arguments, _arg_attrs(func)):
             if not is_tensor(arg):
                 continue
             self._add(arg)
@@ -316,7 +319,6 @@ class AliasAnalysis:
         return [v for v in values if is_tensor(v)]
 
     def _visit(self, op) -> None:
-        name = op.name
         results = self._tensors(op.results)
         for region in op.regions:
             for block in region.blocks:
@@ -325,6 +327,15 @@ class AliasAnalysis:
                         self._add(arg)
         for result in results:
             self._add(result)
+        if not self._relate_leaf(op, results) and not self._relate_regions(op):
+            if op.name in _NO_ALIASING or not (results or op.regions):
+                return
+            self._unknown(op, results)
+
+    def _relate_leaf(self, op, results) -> bool:
+        """The rules of ops without regions (views, destinations, calls,
+        fresh values, constants, linalg); False when ``op`` is none of them."""
+        name = op.name
         if name in VIEW_OPS:
             self.union(op.results[0], op.operands[0])
         elif name in DEST_OPERAND:
@@ -355,22 +366,22 @@ class AliasAnalysis:
             for result, init in zip(op.results, inits):
                 if is_tensor(result) and is_tensor(init):
                     self.union(result, init)
-        elif name == "scf.for":
+        else:
+            return False
+        return True
+
+    def _relate_regions(self, op) -> bool:
+        """The rules of loops, branches and branch terminators; False when
+        ``op`` is none of them."""
+        name = op.name
+        if name == "scf.for":
             self._loop(op, list(op.operands)[3:], list(op.regions[0].blocks[0].arguments)[1:])
         elif name == "scf.forall":
             outs = self._tensors(op.operands)
             args = self._tensors(op.regions[0].blocks[0].arguments)
             self._loop(op, outs, args)
         elif name == "scf.while":
-            before = op.regions[0].blocks[0]
-            after = op.regions[1].blocks[0]
-            inits = list(op.operands)
-            yielded = list(_terminator(after).operands)
-            for init, arg, value in zip(inits, before.arguments, yielded):
-                self._union_tensors(init, arg, value)
-            cond = list(_terminator(before).operands)[1:]
-            for value, arg, result in zip(cond, after.arguments, op.results):
-                self._union_tensors(value, arg, result)
+            self._while(op)
         elif name in _BRANCH_OPS:
             for region in op.regions:
                 for block in region.blocks:
@@ -385,11 +396,20 @@ class AliasAnalysis:
                     if is_tensor(arg):
                         for value in operands:
                             self.union(arg, value)
-        elif name in ("func.return", "scf.yield", "scf.condition", "func.func",
-                      "tensor.yield", "scf.in_parallel"):
-            pass
-        elif results or op.regions:
-            self._unknown(op, results)
+        else:
+            return False
+        return True
+
+    def _while(self, op) -> None:
+        before = op.regions[0].blocks[0]
+        after = op.regions[1].blocks[0]
+        inits = list(op.operands)
+        yielded = list(_terminator(after).operands)
+        for init, arg, value in zip(inits, before.arguments, yielded):
+            self._union_tensors(init, arg, value)
+        cond = list(_terminator(before).operands)[1:]
+        for value, arg, result in zip(cond, after.arguments, op.results):
+            self._union_tensors(value, arg, result)
 
     def _union_tensors(self, *values) -> None:
         tensors = [v for v in values if v is not None and is_tensor(v)]

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-__all__ = ["dim_key", "same_sizes", "fresh_shape_operand", "row_major", "buffer_strides"]
+__all__ = ["dim_key", "same_sizes", "fresh_shape_operand", "row_major", "buffer_strides",
+           "slice_strides", "inverse_view_strides"]
 
 _MAX_DEPTH = 32
 
@@ -219,7 +220,7 @@ def buffer_strides(value, module_op=None, _assumed=None, _depth: int = 0) -> lis
                 return unknown
         return kept if j == len(shape) else unknown
     if name in ("tdf.call", "tdf.call_inplace") and module_op is not None:
-        from ._kernels import function_type, lookup_symbol
+        from .kernels import function_type, lookup_symbol
         kernel = lookup_symbol(module_op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         if kernel is None or kernel.name != "func.func":
             return unknown
@@ -267,3 +268,74 @@ def _loop_strides(loop, index, identity, unknown, module_op, assumed, depth):
     if buffer_strides(yielded, module_op, inner, depth + 1) != identity:
         return unknown
     return identity
+
+
+# -- slices of buffers --------------------------------------------------------
+
+def _reassociation(op) -> list[list[int]]:
+    return [[ir.IntegerAttr(i).value for i in ir.ArrayAttr(group)]
+            for group in ir.ArrayAttr(op.attributes["reassociation"])]
+
+
+def slice_strides(op, shape, base: int = 1, module_op=None) -> list[int] | None:
+    """Memref strides of the slice a ``tensor.insert_slice`` ``op`` writes
+    (``base=1``: in its destination) or a ``tensor.extract_slice`` reads
+    (``base=0``: in its source), seen with the static ``shape`` (its sizes,
+    possibly with unit dimensions dropped: a rank reduction), in the buffer
+    One-Shot Bufferize gives that destination or source
+    (:func:`buffer_strides`, kernels looked up in
+    ``module_op``: dynamic where not known statically, e.g. a slice of a
+    loop-carried value); unit dimensions get a dynamic stride (any value fits
+    them, so rank reduction needs no guessing). A kernel parameter of this
+    layout takes the slice's subview through a ``memref.cast`` that never
+    fails. None when the source has a dynamic shape, a size is dynamic or
+    ``shape`` is no rank reduction of the sizes."""
+    source = op.operands[base]
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    dynamic = ir.ShapedType.get_dynamic_size()
+    if not ir.RankedTensorType(source.type).has_static_shape or dynamic in sizes:
+        return None
+    full = [_dynamic_stride() if r == _dynamic_stride() or k == _dynamic_stride() else r * k
+            for r, k in zip(buffer_strides(source, module_op), steps)]
+    out, shape, j = [], list(shape), 0
+    for size, stride in zip(sizes, full):
+        if j < len(shape) and shape[j] == size:
+            out.append(stride if size != 1 else _dynamic_stride())
+            j += 1
+        elif size != 1:
+            return None
+    return out if j == len(shape) else None
+
+
+def inverse_view_strides(view, strides, shape) -> list[int] | None:
+    """Strides after applying the inverse of reshape ``view`` (result of
+    type ``shape``/``strides``) to get back to its source: a collapse for an
+    ``expand_shape``, an expansion for a ``collapse_shape``. None when a
+    collapse would merge dimensions that are not contiguous in memory."""
+    groups = _reassociation(view)
+    if view.name == "tensor.expand_shape":  # we collapse groups of `shape`
+        out = []
+        for group in groups:
+            sized = [(shape[d], strides[d]) for d in group if shape[d] != 1]
+            for (_, outer), (size, inner) in zip(sized, sized[1:]):
+                if _dynamic_stride() in (outer, inner) or outer != inner * size:
+                    return None
+            out.append(sized[-1][1] if len(sized) and _size(sized) != 1 else _dynamic_stride())
+        return out
+    source = ir.RankedTensorType(view.operands[0].type).shape  # we expand
+    out = [0] * len(source)
+    for d, group in enumerate(groups):
+        current = strides[d]
+        for k in reversed(group):
+            out[k] = _dynamic_stride() if source[k] == 1 or current == _dynamic_stride() else current
+            if current != _dynamic_stride():
+                current *= source[k]
+    return out
+
+
+def _size(sized) -> int:
+    total = 1
+    for size, _ in sized:
+        total *= size
+    return total

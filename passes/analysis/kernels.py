@@ -1,5 +1,5 @@
-"""Which kernels may compute a result in the storage of an input, and their
-in-place variants (helper of ``tdf-insert-inplace``).
+"""Which kernels may compute a result in the storage of an input (the
+``kernel`` rule of ``tdf-insert-inplace``).
 
 A kernel is a ``func.func`` in destination-passing style: parameters
 ``(inputs..., outputs...)`` with one output memref per result of the calling
@@ -21,7 +21,8 @@ is not enough: ``out = a + b; out = out * a`` breaks in place). It is known
 
 The variant of kernel ``@k`` for indices ``[i0, -1, ...]`` takes the kernel's
 parameters minus the output parameter of every in-place result (the kernel
-writes those through the input parameter):
+writes those through the input parameter); the variants are made by
+:mod:`tdf.passes._kernel_variants`:
 
 * kernels with a body: the pass clones ``@k`` as ``@k_inplace`` (suffixed by
   the indices when not ``[0]``: ``@k_inplace_1``, ``@k_inplace_0_n``),
@@ -279,7 +280,7 @@ class KernelInfo:
         accesses.sort(key=lambda a: a[0])
         writes = [a for a in accesses
                   if a[3] and a[2] >= ins_outs(a[1])[0]]
-        for where, user, number, is_out in accesses:
+        for _where, user, number, is_out in accesses:
             if not is_out and number >= ins_outs(user)[0]:
                 return BodyProblem(user, f"{user.name} writes an input parameter of "
                                          f"@{self.name} (its operand #{number})")
@@ -301,7 +302,7 @@ class KernelInfo:
                                        f"@{self.name} and is not element-wise (a reduction or a "
                                        f"non-parallel loop)")
         flags = identity_operands(writer)
-        for where, user, number, is_out in accesses:
+        for where, _user, number, is_out in accesses:
             if where != first:
                 continue
             if not flags[number]:
@@ -320,67 +321,6 @@ class KernelInfo:
         chosen = {(i, j) for j, i in enumerate(indices) if i >= 0}
         return self.variant_name is not None and chosen == self.declared_pairs
 
-    # -- variants ---------------------------------------------------------
-    def _variant_type(self, indices) -> ir.FunctionType:
-        inputs = list(self.ftype.inputs)
-        drop = {self.n + j for j, i in enumerate(indices) if i >= 0}
-        return ir.FunctionType.get([t for p, t in enumerate(inputs) if p not in drop], [])
-
-    def variant(self, module_op, indices: list[int]) -> tuple[str | None, str]:
-        """``(symbol name, "")`` of the in-place variant for ``indices``
-        (creating it when needed), or ``(None, why)``."""
-        wanted = self._variant_type(indices)
-        if self.is_declaration:
-            name = self.variant_name
-            existing = lookup_symbol(module_op, name)
-            if existing is not None:
-                if existing.name != "func.func" or function_type(existing) != wanted:
-                    return None, f"@{name} (tdf.inplace_variant of @{self.name}) does not have type {wanted}"
-                return name, ""
-            with ir.InsertionPoint.after(self.kernel), self.kernel.location:
-                decl = ir.Operation.create("func.func", regions=1, attributes={
-                    "sym_name": ir.StringAttr.get(name),
-                    "function_type": ir.TypeAttr.get(wanted),
-                    "sym_visibility": ir.StringAttr.get("private"),
-                })
-                if self.elementwise_attr:
-                    decl.attributes[ELEMENTWISE_ATTR] = ir.UnitAttr.get()
-            return name, ""
-        key = ir.DenseI64ArrayAttr.get(indices)
-        for op in module_op.regions[0].blocks[0].operations:
-            op = op.operation
-            if (INPLACE_OF_ATTR in op.attributes
-                    and ir.FlatSymbolRefAttr(op.attributes[INPLACE_OF_ATTR]).value == self.name
-                    and op.attributes[INDICES_ATTR] == key):
-                return ir.StringAttr(op.attributes["sym_name"]).value, ""
-        base = f"{self.name}_inplace"
-        if list(indices) != [0]:
-            base += "_" + "_".join("n" if i < 0 else str(i) for i in indices)
-        name, suffix = base, 0
-        while lookup_symbol(module_op, name) is not None:
-            suffix += 1
-            name = f"{base}_{suffix}"
-        clone = self.kernel.clone(ip=ir.InsertionPoint.after(self.kernel))
-        clone.attributes["sym_name"] = ir.StringAttr.get(name)
-        clone.attributes["sym_visibility"] = ir.StringAttr.get("private")
-        clone.attributes[INPLACE_OF_ATTR] = ir.FlatSymbolRefAttr.get(self.name)
-        clone.attributes[INDICES_ATTR] = key
-        for attr in (INPLACE_OK_ATTR, VARIANT_ATTR):
-            if attr in clone.attributes:
-                del clone.attributes[attr]
-        block = clone.regions[0].blocks[0]
-        drop = sorted(((self.n + j, i) for j, i in enumerate(indices) if i >= 0), reverse=True)
-        for param, source in drop:
-            block.arguments[param].replace_all_uses_with(block.arguments[source])
-            block.erase_argument(param)
-        if "arg_attrs" in clone.attributes:
-            dicts = list(ir.ArrayAttr(clone.attributes["arg_attrs"]))
-            keep = [d for p, d in enumerate(dicts) if p not in {q for q, _ in drop}]
-            clone.attributes["arg_attrs"] = ir.ArrayAttr.get(keep)
-        clone.attributes["function_type"] = ir.TypeAttr.get(wanted)
-        if self.variant_elementwise(indices):
-            clone.attributes[ELEMENTWISE_ATTR] = ir.UnitAttr.get()
-        return name, ""
 
     def variant_elementwise(self, indices) -> bool:
         """Does the in-place variant for ``indices`` keep the ``tdf.elementwise``
@@ -396,73 +336,3 @@ class KernelInfo:
             if self.body_problem(group, j) is not None:
                 return False
         return True
-
-
-# -- layout variants (concat parts computed into a slice) ---------------------
-
-STRIDED_OF_ATTR = "tdf.strided_of"
-
-# Ops that accept a memref of any strided layout for the operand they use
-# (their verifiers and result types do not depend on the layout).
-LAYOUT_AGNOSTIC_USERS = frozenset({
-    "memref.load", "memref.store", "memref.dim", "memref.copy",
-    "affine.load", "affine.store", "vector.transfer_read", "vector.transfer_write",
-})
-
-
-def strided_type(memref_type, strides) -> ir.MemRefType:
-    """``memref_type`` with layout ``strided<strides, offset: ?>``."""
-    memref_type = ir.MemRefType(memref_type)
-    layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), list(strides))
-    return ir.MemRefType.get(memref_type.shape, memref_type.element_type, layout,
-                             memref_type.memory_space)
-
-
-def layout_variant(module_op, kernel, param, param_type=None) -> tuple[str | None, str]:
-    """``(name, "")`` of a clone of kernel ``kernel`` (a ``func.func`` with a
-    body) whose parameter ``param`` has type ``param_type`` (the same shape in
-    another layout, e.g. a row of a larger buffer) -- or, with ``param`` a
-    dict ``{parameter: type}`` and no ``param_type``, each of those
-    parameters its type -- created once per kernel and signature and marked
-    ``tdf.strided_of = @kernel``; or ``(None, why)`` when the kernel is a
-    declaration or its body uses such a parameter in an op whose types
-    depend on the layout (a ``memref.subview``, a call, ...)."""
-    kernel = kernel.operation
-    changes = dict(param) if isinstance(param, dict) else {param: param_type}
-    name = ir.StringAttr(kernel.attributes["sym_name"]).value
-    if len(kernel.regions[0].blocks) == 0:
-        return None, (f"@{name} is a declaration: its output parameter only takes an identity "
-                      f"layout, so the part is computed in a fresh buffer and copied into its slice")
-    inputs = list(function_type(kernel).inputs)
-    wanted = ir.FunctionType.get([changes.get(p, t) for p, t in enumerate(inputs)], [])
-    for op in module_op.regions[0].blocks[0].operations:
-        op = op.operation
-        if (STRIDED_OF_ATTR in op.attributes
-                and ir.FlatSymbolRefAttr(op.attributes[STRIDED_OF_ATTR]).value == name
-                and function_type(op) == wanted):
-            return ir.StringAttr(op.attributes["sym_name"]).value, ""
-    for p in changes:
-        arg = kernel.regions[0].blocks[0].arguments[p]
-        for use in arg.uses:
-            user = use.owner.operation
-            if not (user.name.startswith("linalg.") or user.name in LAYOUT_AGNOSTIC_USERS):
-                label = "parameter #%d" % p if isinstance(param, dict) else "output parameter"
-                return None, (f"@{name} uses its {label} in {user.name}, whose types depend "
-                              f"on the layout, so the part is computed in a fresh buffer and "
-                              f"copied into its slice")
-    base, suffix = f"{name}_strided", 0
-    variant = base
-    while lookup_symbol(module_op, variant) is not None:
-        suffix += 1
-        variant = f"{base}_{suffix}"
-    clone = kernel.clone(ip=ir.InsertionPoint.after(kernel))
-    clone.attributes["sym_name"] = ir.StringAttr.get(variant)
-    clone.attributes["sym_visibility"] = ir.StringAttr.get("private")
-    clone.attributes[STRIDED_OF_ATTR] = ir.FlatSymbolRefAttr.get(name)
-    for attr in (INPLACE_OK_ATTR, VARIANT_ATTR, INPLACE_OF_ATTR, INDICES_ATTR):
-        if attr in clone.attributes:
-            del clone.attributes[attr]
-    for p, type_ in changes.items():
-        clone.regions[0].blocks[0].arguments[p].set_type(type_)
-    clone.attributes["function_type"] = ir.TypeAttr.get(wanted)
-    return variant, ""

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from .registry import PassContext, register_pass
+from ..registry import PassContext, register_pass
 
 __all__ = ["Liveness", "LiveUse", "NON_LOOP_OPS", "is_tensor", "function_bodies", "op_key"]
 

@@ -1,0 +1,319 @@
+"""The op rewrites of ``tdf-insert-inplace``, in program order:
+``tdf.call @k(...)`` becomes ``tdf.call_inplace @k_inplace(...) inplace
+[...]`` (the in-place kernel variant generated or reused,
+:func:`tdf.passes._kernel_variants.inplace_variant`), and an element-wise
+linalg op whose init is a ``tensor.empty`` takes a dead input as its init.
+Each candidate operand is checked with
+:class:`~tdf.passes.analysis.inplace.InplaceAnalysis`; the rejected ones are
+recorded as :class:`~tdf.passes.analysis.inplace.Rejection`.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from ._kernel_variants import inplace_variant, layout_variant, strided_type
+from .analysis.inplace import InplaceAnalysis, Rejection, size_adaptation
+from .analysis.kernels import (
+    KernelInfo,
+    function_type,
+    identity_operands,
+    is_elementwise_linalg,
+    lookup_symbol,
+    reads_output,
+)
+from .analysis.liveness import is_tensor, op_key
+from .analysis.shapes import fresh_shape_operand, same_sizes, slice_strides
+
+__all__ = ["InplaceRewriter"]
+
+
+def _slice_layout_variant(module_op, name, operands, indices, results) -> str:
+    """The in-place kernel variant to call instead of ``@name`` (step 3):
+    each in-place parameter ``i`` whose operand is the result of a
+    ``tensor.extract_slice`` -- passed to the call once, of static shape,
+    with static sizes -- takes the layout that slice's subview has after
+    bufferization, ``strided<[strides], offset: ?>`` (:func:`slice_strides`:
+    a unit dimension's stride is ``?``), in one clone of the variant
+    (:func:`layout_variant`, ``tdf.strided_of = @name``), so that One-Shot
+    Bufferize passes the subview with a ``memref.cast`` instead of copying
+    it into a fresh identity-layout buffer and back (the read-modify-write
+    of a row: ``extract_slice``, call in place, ``insert_slice`` at the same
+    place). Only the layout of the parameter changes: which storage the
+    result reuses was decided before. Only when every stride of a dimension
+    larger than one is known statically (a slice of a loop-carried value or
+    with a dynamic step keeps the identity variant and its copy, which
+    vectorizes better than a kernel on unknown strides). ``name`` unchanged
+    when the variant is a declaration or its body uses a parameter in an op
+    whose types depend on the layout.
+
+    The in-place result (one of ``results``) then has the slice's layout:
+    only when its every use is as the source of a ``tensor.insert_slice``
+    (whose result has its destination's buffer), so that no other buffer
+    type changes -- a strided parameter chosen earlier for a slice of a
+    value derived from this result relies on that value's layout
+    (:func:`~tdf.passes.analysis.shapes.buffer_strides`), and a loop yielding it
+    would get a fully dynamic layout."""
+    changes = {}
+    kernel = None
+    for j, i in enumerate(indices):
+        if i < 0:
+            continue
+        if any(use.owner.operation.name != "tensor.insert_slice" or use.operand_number != 0
+               for use in results[j].uses):
+            continue
+        value = operands[i]
+        if isinstance(value.owner, ir.Block) \
+                or value.owner.operation.name != "tensor.extract_slice" \
+                or sum(1 for other in operands if other == value) != 1:
+            continue
+        tensor = ir.RankedTensorType(value.type)
+        if not tensor.has_static_shape:
+            continue
+        strides = slice_strides(value.owner.operation, tensor.shape, base=0, module_op=module_op)
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        if strides is None or any(s == dynamic for s, n in zip(strides, tensor.shape) if n != 1):
+            continue
+        if kernel is None:
+            kernel = lookup_symbol(module_op, name)
+            if kernel is None or kernel.name != "func.func":
+                return name
+        param = function_type(kernel).inputs[i]
+        if not isinstance(param, ir.MemRefType) or list(param.shape) != list(tensor.shape):
+            continue
+        changes[i] = strided_type(param, strides)
+    if not changes:
+        return name
+    variant, _ = layout_variant(module_op, kernel, changes)
+    return name if variant is None else variant
+
+
+class InplaceRewriter:
+    """Rewrites the ``tdf.call`` and element-wise linalg ops of one function
+    in program order (:meth:`run`); records the rejected candidates
+    (``rejections``) and the ``tdf.call_inplace`` ops it made
+    (``generated``: ``(op, original callee)``)."""
+
+    def __init__(self, func, module_op, ctx, size_match: bool, warned=None):
+        self.func = func.operation
+        self.module_op = module_op
+        self.ctx = ctx
+        self.analysis = InplaceAnalysis(func, size_match)
+        self.size_match = size_match
+        self.rejections: list[Rejection] = []
+        self.to_erase = []
+        self.kernels: dict = {}
+        self.warned = warned if warned is not None else set()
+        self.generated: list = []  # (tdf.call_inplace made from a tdf.call, its callee attr)
+
+    def stat(self, name, amount=1):
+        if self.ctx is not None:
+            self.ctx.statistic(name, amount)
+
+    def run(self) -> int:
+        rewrites = 0
+        for op in list(self.analysis.liveness.ops):
+            if op.name == "tdf.call_inplace":
+                self.analysis.note_inplace(op)
+            elif op.name == "tdf.call":
+                rewrites += self.call(op)
+            elif op.name.startswith("linalg.") and is_elementwise_linalg(op):
+                rewrites += self.linalg(op)
+        for op in self.to_erase:
+            op.erase()
+        return rewrites
+
+    def warn_contradiction(self, kernel, params, j) -> None:
+        """Warns (once per kernel and pair) when ``tdf.elementwise`` or
+        ``tdf.inplace_ok`` promises a pair that the kernel's body breaks."""
+        problem = kernel.contradiction(params, j)
+        key = (kernel.name, params, j)
+        if problem is None or key in self.warned or self.ctx is None:
+            return
+        self.warned.add(key)
+        attr = "tdf.inplace_ok" if (params[0], j) in kernel.declared_pairs else "tdf.elementwise"
+        self.ctx.warning(problem.op, f"@{kernel.name} is marked {attr} but its body does not "
+                                     f"keep the promise for operand #{params[0]} and result "
+                                     f"#{j}: {problem.message}; not computed in place")
+
+    def reject(self, rejection: Rejection) -> None:
+        self.rejections.append(rejection)
+        self.stat(f"rejected-{rejection.rule}")
+
+    def kernel_info(self, op):
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        key = (callee, len(op.operands), len(op.results))
+        if key not in self.kernels:
+            kernel = lookup_symbol(self.module_op, callee)
+            self.kernels[key] = KernelInfo(kernel, len(op.operands), len(op.results)) \
+                if kernel is not None and kernel.name == "func.func" else None
+        return self.kernels[key]
+
+    def call(self, op) -> int:
+        kernel = self.kernel_info(op)
+        if kernel is None:
+            return 0
+        operands = list(op.operands)
+        indices = [-1] * len(op.results)
+        taken = set()
+        pending = {}
+        for j, result in enumerate(op.results):
+            for i, value in enumerate(operands):
+                if i in taken or not is_tensor(value):
+                    continue
+                if value.type != result.type:
+                    pending.setdefault(i, Rejection("fits", op, op.location, i, [
+                        f"operand #{i} (", value, f") has type {value.type}, "
+                        f"result #{j} needs {result.type}"]))
+                    continue
+                shape_source = None if ir.RankedTensorType(result.type).has_static_shape \
+                    else fresh_shape_operand(op, j)
+                if shape_source is not None and not same_sizes(value, shape_source):
+                    # A fresh dynamic result has the sizes of the shape
+                    # operand; equal types do not mean equal sizes.
+                    pending.setdefault(i, Rejection("fits", op, op.location, i, [
+                        f"operand #{i} (", value, ") is not provably of the size of result "
+                        f"#{j}, which takes its dynamic sizes from ", shape_source]))
+                    continue
+                if any(operands[t] == value for t in taken):
+                    continue  # that buffer already holds another result
+                same = tuple([i] + [k for k, other in enumerate(operands)
+                                    if k != i and other == value])
+                if not kernel.safe(same, j):
+                    self.warn_contradiction(kernel, same, j)
+                    problem = None if kernel.is_declaration else kernel.body_problem(same, j)
+                    detail = (f": {problem.message}" if problem is not None
+                              else " (mark it tdf.elementwise or tdf.inplace_ok)")
+                    pending.setdefault(i, Rejection("kernel", op, op.location, i, [
+                        f"@{kernel.name} is not known to be element-wise on operand #{i} "
+                        f"and result #{j}{detail}"]))
+                    continue
+                why = self.analysis.check(op, i, result.type)
+                if why is not None:
+                    pending.setdefault(i, why)
+                    continue
+                indices[j] = i
+                taken.add(i)
+                break
+        if all(i < 0 for i in indices):
+            for rejection in pending.values():
+                self.reject(rejection)
+            return 0
+        repeated = [i for i in indices if i >= 0
+                    and sum(1 for other in operands if other == operands[i]) > 1]
+        if repeated and not kernel.is_declaration and not kernel.variant_elementwise(indices):
+            # One-Shot Bufferize lets a call read and write one buffer through
+            # two operands only when the callee is tdf.elementwise; the variant
+            # cannot carry it, so the operand would be copied.
+            i = repeated[0]
+            self.reject(Rejection("kernel", op, op.location, i, [
+                f"operand #{i} (", operands[i], f") is passed several times and the in-place "
+                f"variant of @{kernel.name} is not element-wise on all its same-typed inputs "
+                f"(One-Shot Bufferize would copy it)"]))
+            return 0
+        if not kernel.variant_indices_ok(indices):
+            self.reject(Rejection("kernel", op, op.location, max(indices), [
+                f"@{kernel.name} is a declaration whose tdf.inplace_variant computes the pairs "
+                f"of tdf.inplace_ok, not inplace {indices}"]))
+            return 0
+        name, why = inplace_variant(kernel, self.module_op, indices)
+        if name is None:
+            self.reject(Rejection("kernel", op, op.location, max(indices), [why]))
+            return 0
+        name = _slice_layout_variant(self.module_op, name, operands, indices, list(op.results))
+        for rejection in pending.values():
+            # an operand rejected for one result but used by another is fine
+            if rejection.operand not in taken:
+                self.reject(rejection)
+        with ir.InsertionPoint(op), op.location:
+            new = ir.Operation.create(
+                "tdf.call_inplace", results=[r.type for r in op.results], operands=operands,
+                attributes={"callee": ir.FlatSymbolRefAttr.get(name),
+                            "inplace_indices": ir.DenseI64ArrayAttr.get(indices)})
+        for attr_name in list(op.attributes):
+            if isinstance(attr_name, str) and attr_name != "callee":
+                new.attributes[attr_name] = op.attributes[attr_name]
+        for old, fresh in zip(op.results, new.results):
+            old.replace_all_uses_with(fresh)
+        self.analysis.replace_op(op, new)
+        self.analysis.note_inplace(new)
+        self.generated.append((new, op.attributes["callee"]))
+        op.erase()
+        self.stat("rewrites")
+        self.stat("inplace-results", sum(1 for i in indices if i >= 0))
+        return 1
+
+    def linalg(self, op) -> int:
+        results = list(op.results)
+        if not results or not all(is_tensor(r) for r in results):
+            return 0
+        count = len(results)
+        operands = list(op.operands)
+        first_init = len(operands) - count
+        identity = identity_operands(op)
+        changed = 0
+        taken = set()
+        for j, result in enumerate(results):
+            init_index = first_init + j
+            init = operands[init_index]
+            if isinstance(init.owner, ir.Block) or init.owner.operation.name != "tensor.empty":
+                continue
+            if not identity[init_index] or reads_output(op, init_index):
+                continue  # the payload reads the (undefined) init: leave it alone
+            pending = []
+            chosen = None
+            for i in range(first_init):
+                value = operands[i]
+                if i in taken or not is_tensor(value):
+                    continue
+                repeated = [k for k in range(first_init) if k != i and operands[k] == value]
+                if any(not identity[k] for k in repeated):
+                    pending.append(Rejection("fits", op, op.location, i, [
+                        f"operand #{i} (", value, ") is also read broadcast"]))
+                    continue
+                why = self.analysis.check(op, i, result.type, identity=identity[i],
+                                          exact_only=not self.size_match)
+                if why is not None:
+                    pending.append(why)
+                    continue
+                chosen = i
+                break
+            if chosen is None:
+                for rejection in pending:
+                    self.reject(rejection)
+                continue
+            for rejection in pending:
+                self.reject(rejection)
+            value = operands[chosen]
+            if value.type != result.type and size_adaptation(value.type, result.type) == "cast":
+                with ir.InsertionPoint(op), op.location:
+                    value = ir.Operation.create("tensor.cast", results=[result.type],
+                                                operands=[value]).results[0]
+                    self.analysis.liveness.info[op_key(value.owner)] = \
+                        self.analysis.liveness.record(op)
+                self.analysis.alias.union(value, operands[chosen])
+            elif value.type != result.type:
+                with ir.InsertionPoint(op), op.location:
+                    rank = ir.RankedTensorType(result.type).rank
+                    value = ir.Operation.create(
+                        "tensor.extract_slice", results=[result.type], operands=[value],
+                        attributes={
+                            "static_offsets": ir.DenseI64ArrayAttr.get([0] * rank),
+                            "static_sizes": ir.DenseI64ArrayAttr.get(
+                                ir.RankedTensorType(result.type).shape),
+                            "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+                            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0, 0]),
+                        }).results[0]
+                    self.analysis.liveness.info[op_key(value.owner)] = \
+                        self.analysis.liveness.record(op)
+                self.analysis.alias.union(value, operands[chosen])
+            op.operands[init_index] = value
+            self.analysis.alias.union(result, value)
+            taken.add(chosen)
+            if len(list(init.uses)) == 0:
+                self.to_erase.append(init.owner.operation)
+            self.stat("inplace-results")
+            changed = 1
+        if changed:
+            self.stat("rewrites")
+        return changed

@@ -1,0 +1,19 @@
+"""The analyses tdf's passes share; they compute facts about the IR and
+change nothing (the test passes ``test-tdf-liveness`` and ``test-tdf-alias``
+annotate their results, for lit tests).
+
+* :mod:`~tdf.passes.analysis.liveness`: program-order numbering and
+  "is this tensor dead after that op" queries;
+* :mod:`~tdf.passes.analysis.alias`: may-alias classes of tensors, escapes and
+  ownership;
+* :mod:`~tdf.passes.analysis.kernels`: which kernels may compute a result in
+  the storage of an input;
+* :mod:`~tdf.passes.analysis.shapes`: provably equal dynamic sizes and the
+  memref layouts One-Shot Bufferize gives tensors and slices;
+* :mod:`~tdf.passes.analysis.inplace`: the in-place safety rules (dead,
+  unaliased, owned, fits) on top of liveness and aliasing;
+* :mod:`~tdf.passes.analysis.one_shot`: what One-Shot Bufferize itself would
+  copy.
+"""
+
+from . import alias, inplace, kernels, liveness, one_shot, shapes  # noqa: F401
