@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..vocabulary import ELEMENTWISE_ATTR, INPLACE_OK_ATTR
 from ._kernel_variants import inplace_variant, layout_variant, strided_type
 from .analysis.inplace import InplaceAnalysis, Rejection, size_adaptation
 from .analysis.kernels import (
@@ -131,7 +132,7 @@ class InplaceRewriter:
         if problem is None or key in self.warned or self.ctx is None:
             return
         self.warned.add(key)
-        attr = "tdf.inplace_ok" if (params[0], j) in kernel.declared_pairs else "tdf.elementwise"
+        attr = INPLACE_OK_ATTR if (params[0], j) in kernel.declared_pairs else ELEMENTWISE_ATTR
         self.ctx.warning(problem.op, f"@{kernel.name} is marked {attr} but its body does not "
                                      f"keep the promise for operand #{params[0]} and result "
                                      f"#{j}: {problem.message}; not computed in place")

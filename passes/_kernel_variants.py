@@ -16,19 +16,17 @@ from __future__ import annotations
 
 from mlir import ir
 
-from .analysis.kernels import (
+from ..vocabulary import (
     ELEMENTWISE_ATTR,
-    INDICES_ATTR,
+    INPLACE_INDICES_ATTR,
     INPLACE_OF_ATTR,
     INPLACE_OK_ATTR,
-    VARIANT_ATTR,
-    KernelInfo,
-    function_type,
-    lookup_symbol,
+    INPLACE_VARIANT_ATTR,
+    STRIDED_OF_ATTR,
 )
+from .analysis.kernels import KernelInfo, function_type, lookup_symbol
 
-__all__ = ["STRIDED_OF_ATTR", "LAYOUT_AGNOSTIC_USERS", "inplace_variant", "strided_type",
-           "layout_variant"]
+__all__ = ["LAYOUT_AGNOSTIC_USERS", "inplace_variant", "strided_type", "layout_variant"]
 
 
 # -- variants ---------------------------------------------------------
@@ -63,7 +61,7 @@ def inplace_variant(info: KernelInfo, module_op, indices: list[int]) -> tuple[st
         op = op.operation
         if (INPLACE_OF_ATTR in op.attributes
                 and ir.FlatSymbolRefAttr(op.attributes[INPLACE_OF_ATTR]).value == info.name
-                and op.attributes[INDICES_ATTR] == key):
+                and op.attributes[INPLACE_INDICES_ATTR] == key):
             return ir.StringAttr(op.attributes["sym_name"]).value, ""
     base = f"{info.name}_inplace"
     if list(indices) != [0]:
@@ -76,8 +74,8 @@ def inplace_variant(info: KernelInfo, module_op, indices: list[int]) -> tuple[st
     clone.attributes["sym_name"] = ir.StringAttr.get(name)
     clone.attributes["sym_visibility"] = ir.StringAttr.get("private")
     clone.attributes[INPLACE_OF_ATTR] = ir.FlatSymbolRefAttr.get(info.name)
-    clone.attributes[INDICES_ATTR] = key
-    for attr in (INPLACE_OK_ATTR, VARIANT_ATTR):
+    clone.attributes[INPLACE_INDICES_ATTR] = key
+    for attr in (INPLACE_OK_ATTR, INPLACE_VARIANT_ATTR):
         if attr in clone.attributes:
             del clone.attributes[attr]
     block = clone.regions[0].blocks[0]
@@ -95,7 +93,6 @@ def inplace_variant(info: KernelInfo, module_op, indices: list[int]) -> tuple[st
     return name, ""
 
 
-STRIDED_OF_ATTR = "tdf.strided_of"
 
 
 # Ops that accept a memref of any strided layout for the operand they use
@@ -155,7 +152,7 @@ def layout_variant(module_op, kernel, param, param_type=None) -> tuple[str | Non
     clone.attributes["sym_name"] = ir.StringAttr.get(variant)
     clone.attributes["sym_visibility"] = ir.StringAttr.get("private")
     clone.attributes[STRIDED_OF_ATTR] = ir.FlatSymbolRefAttr.get(name)
-    for attr in (INPLACE_OK_ATTR, VARIANT_ATTR, INPLACE_OF_ATTR, INDICES_ATTR):
+    for attr in (INPLACE_OK_ATTR, INPLACE_VARIANT_ATTR, INPLACE_OF_ATTR, INPLACE_INDICES_ATTR):
         if attr in clone.attributes:
             del clone.attributes[attr]
     for p, type_ in changes.items():

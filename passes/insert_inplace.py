@@ -119,13 +119,13 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..vocabulary import INPLACE_OF_ATTR, STRIDED_OF_ATTR
 from ._inplace_calls import InplaceRewriter
 from ._inplace_slices import rewrite_concats, rewrite_insert_slices
 from ._ir import collect_ops
-from ._kernel_variants import STRIDED_OF_ATTR
 from ._rebase_reads import rebase_disjoint_reads
 from .analysis.inplace import Rejection, format_rejections
-from .analysis.kernels import INPLACE_OF_ATTR, lookup_symbol
+from .analysis.kernels import lookup_symbol
 from .analysis.liveness import function_bodies, op_key
 from .analysis.one_shot import one_shot_copies
 from .registry import PassContext, PassOption, register_pass

@@ -56,29 +56,17 @@ import heapq
 
 from mlir import ir
 
+from ...vocabulary import ASSUME_UNALIASED, DEST_OPERAND, DONATE_ATTR, TENSOR_VIEW_OPS
 from ..registry import PassContext, register_pass
 from .liveness import function_bodies, is_tensor
 
-__all__ = ["AliasAnalysis", "VIEW_OPS", "DEST_OPERAND", "FRESH_OPS", "DONATE_ATTR"]
+__all__ = ["AliasAnalysis", "FRESH_OPS", "CONSTANT_OPS"]
 
-DONATE_ATTR = "tdf.donate"
-
-VIEW_OPS = frozenset({
-    "tensor.extract_slice", "tensor.expand_shape", "tensor.collapse_shape",
-    "tensor.reshape", "tensor.cast", "tensor.bitcast",
-})
-# Destination-style tensor ops: result 0 aliases operand DEST_OPERAND[name].
-DEST_OPERAND = {
-    "tensor.insert_slice": 1,
-    "tensor.insert": 1,
-    "tensor.scatter": 1,
-    "tensor.parallel_insert_slice": 1,
-}
 # Ops whose tensor results are fresh, owned storage.
 FRESH_OPS = frozenset({
     "tensor.empty", "tensor.concat", "tensor.pad", "tensor.generate",
     "tensor.splat", "tensor.from_elements", "tdf.call", "bufferization.alloc_tensor",
-    "tdf.assume_unaliased",
+    ASSUME_UNALIASED,
 })
 CONSTANT_OPS = frozenset({"arith.constant", "tensor.constant"})
 # Region ops whose results alias the values their regions yield.
@@ -336,7 +324,7 @@ class AliasAnalysis:
         """The rules of ops without regions (views, destinations, calls,
         fresh values, constants, linalg); False when ``op`` is none of them."""
         name = op.name
-        if name in VIEW_OPS:
+        if name in TENSOR_VIEW_OPS:
             self.union(op.results[0], op.operands[0])
         elif name in DEST_OPERAND:
             # tensor.parallel_insert_slice has no result: it writes into a
@@ -344,7 +332,7 @@ class AliasAnalysis:
             # already aliases the loop's init and result (see _loop).
             if len(op.results):
                 self.union(op.results[0], op.operands[DEST_OPERAND[name]])
-        elif name == "tdf.assume_unaliased":
+        elif name == ASSUME_UNALIASED:
             self.assumed[op.results[0]] = op.operands[0]
         elif name == "tdf.call_inplace":
             if not self.defer_inplace:

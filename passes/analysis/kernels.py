@@ -42,19 +42,18 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ...vocabulary import (
+    ELEMENTWISE_ATTR,
+    INPLACE_OK_ATTR,
+    INPLACE_VARIANT_ATTR,
+)
 from .liveness import op_key
 
 __all__ = [
-    "ELEMENTWISE_OPS", "INPLACE_OK_ATTR", "ELEMENTWISE_ATTR", "VARIANT_ATTR",
-    "INPLACE_OF_ATTR", "KernelInfo", "is_elementwise_linalg", "identity_operands",
-    "lookup_symbol", "function_type",
+    "ELEMENTWISE_OPS", "KernelInfo", "BodyProblem", "is_elementwise_linalg", "identity_operands",
+    "ins_outs", "reads_output", "lookup_symbol", "function_type",
 ]
 
-INPLACE_OK_ATTR = "tdf.inplace_ok"
-ELEMENTWISE_ATTR = "tdf.elementwise"
-VARIANT_ATTR = "tdf.inplace_variant"
-INPLACE_OF_ATTR = "tdf.inplace_of"
-INDICES_ATTR = "tdf.inplace_indices"
 
 ELEMENTWISE_OPS = frozenset({
     "linalg.add", "linalg.sub", "linalg.mul", "linalg.div", "linalg.div_unsigned",
@@ -198,8 +197,8 @@ class KernelInfo:
         attrs = self.kernel.attributes
         self.declared_pairs = set(_pair_list(attrs[INPLACE_OK_ATTR])) if INPLACE_OK_ATTR in attrs else set()
         self.elementwise_attr = ELEMENTWISE_ATTR in attrs
-        self.variant_name = (ir.FlatSymbolRefAttr(attrs[VARIANT_ATTR]).value
-                             if VARIANT_ATTR in attrs else None)
+        self.variant_name = (ir.FlatSymbolRefAttr(attrs[INPLACE_VARIANT_ATTR]).value
+                             if INPLACE_VARIANT_ATTR in attrs else None)
         self._problems: dict = {}
 
     def _types_match(self, i: int, j: int) -> bool:

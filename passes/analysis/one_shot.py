@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from mlir import ir, passmanager
 
+from ...vocabulary import INPLACE_OPERANDS_ATTR
 from .._ir import collect_ops
 from ..pipelines import ONE_SHOT_ANALYSIS
 from .liveness import op_key
@@ -50,10 +51,10 @@ def one_shot_copies(module_op) -> dict | None:
             return None
         found = {}
         for call, analysed in zip(calls, copied):
-            if "__inplace_operands_attr__" not in analysed.attributes:
+            if INPLACE_OPERANDS_ATTR not in analysed.attributes:
                 continue
             flags = [ir.StringAttr(a).value
-                     for a in ir.ArrayAttr(analysed.attributes["__inplace_operands_attr__"])]
+                     for a in ir.ArrayAttr(analysed.attributes[INPLACE_OPERANDS_ATTR])]
             indices = list(ir.DenseI64ArrayAttr(call.attributes["inplace_indices"]))
             bad = {i for i in indices if 0 <= i < len(flags)
                    and (flags[i] == "false" or view_copied(analysed.operands[i]))}
@@ -79,9 +80,9 @@ def view_copied(value) -> bool:
         owner = owner.operation
         if owner.name not in _VIEWS:
             return False
-        if "__inplace_operands_attr__" in owner.attributes:
+        if INPLACE_OPERANDS_ATTR in owner.attributes:
             flags = [ir.StringAttr(a).value
-                     for a in ir.ArrayAttr(owner.attributes["__inplace_operands_attr__"])]
+                     for a in ir.ArrayAttr(owner.attributes[INPLACE_OPERANDS_ATTR])]
             if flags and flags[0] == "false":
                 return True
         value = owner.operands[0]

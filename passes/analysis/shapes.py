@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ...vocabulary import ASSUME_UNALIASED
+
 __all__ = ["dim_key", "same_sizes", "fresh_shape_operand", "row_major", "buffer_strides",
            "slice_strides", "inverse_view_strides"]
 
@@ -78,7 +80,7 @@ def dim_key(value, d: int, depth: int = 0):
     if name == "tensor.empty":
         dynamic_before = sum(1 for s in type_.shape[:d] if s == _dynamic())
         return _size_key(op.operands[dynamic_before], depth + 1)
-    if name in ("tensor.cast", "tdf.assume_unaliased"):
+    if name in ("tensor.cast", ASSUME_UNALIASED):
         source = op.operands[0]
         if ir.RankedTensorType(source.type).rank == type_.rank:
             return dim_key(source, d, depth + 1)
@@ -237,7 +239,7 @@ def buffer_strides(value, module_op=None, _assumed=None, _depth: int = 0) -> lis
         return _param_strides(inputs[param], type_)
     if name in ("tensor.insert_slice", "tensor.insert"):
         return identity_if(op.operands[1])
-    if name in ("tensor.cast", "tdf.assume_unaliased", "tensor.expand_shape",
+    if name in ("tensor.cast", ASSUME_UNALIASED, "tensor.expand_shape",
                 "tensor.collapse_shape"):
         return identity_if(op.operands[0])
     if name.startswith("linalg.") and len(op.operands) >= len(op.results):
