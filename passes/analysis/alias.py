@@ -29,7 +29,7 @@ non-donated function argument, a constant, or a tensor of unknown origin
 
 ``AliasAnalysis(func, defer_inplace=True)`` leaves ``tdf.call_inplace``
 results out so that a pass walking in program order can ``union`` them as it
-goes (see ``insert_inplace.py``); the test pass ``test-tdf-alias`` uses the
+goes (``tdf-insert-inplace`` does); the test pass ``test-tdf-alias`` uses the
 complete analysis and annotates:
 
 * every op with tensor results: ``tdf.alias_class = array<i64: ...>`` (one
@@ -104,7 +104,7 @@ class _Class:
 class AliasAnalysis:
     """Union-find may-alias classes over the tensor values of one function.
 
-    ``order`` (a :class:`~tdf.passes.liveness.Liveness`) is optional; when
+    ``order`` (a :class:`~tdf.passes.analysis.liveness.Liveness`) is optional; when
     given, each class tracks the largest pre-order number of any use of its
     members (``max_use``), which makes the common liveness query O(1).
     """
