@@ -43,7 +43,7 @@ func.func private @add(memref<4xf32>, memref<4xf32>, memref<4xf32>)
 func.func private @add_inplace(memref<4xf32>, memref<4xf32>)
 
 // The in-place operand is still read after the call: One-Shot Bufferize
-// copies it and the kernel writes the copy (X0 semantics).
+// copies it and the kernel writes the copy (a copy, never a wrong result).
 // CHECK-LABEL: func.func @negative_inplace_live_operand
 // CHECK: %[[T:.*]] = memref.alloc() {{.*}} : memref<4xf32>
 // CHECK: call @add(%{{.*}}, %{{.*}}, %[[T]])

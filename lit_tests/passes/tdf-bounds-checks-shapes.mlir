@@ -67,16 +67,19 @@ func.func @negative_provably_equal(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 // Kernel bodies on dynamic memrefs are checked (memref.dim); a broadcast
 // (rank-0 / projected) operand only on the dimensions it is indexed by.
 // CHECK-LABEL: func.func private @kernel(
-// CHECK:         %[[A:.*]] = memref.dim %arg1, %c1 : memref<?x?xf32>
-// CHECK:         %[[B:.*]] = memref.dim %arg0, %c0 : memref<?xf32>
+// CHECK-SAME:  %[[ROW:[^:]+]]: {{[^%]*}}%[[M:[^:]+]]: {{[^%]*}}%[[OUT:[^:]+]]:
+// CHECK:         %[[ONE:.*]] = arith.constant 1 : index
+// CHECK:         %[[A:.*]] = memref.dim %[[M]], %[[ONE]] : memref<?x?xf32>
+// CHECK:         %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK:         %[[B:.*]] = memref.dim %[[ROW]], %[[ZERO]] : memref<?xf32>
 // CHECK:         arith.cmpi ne, %[[A]], %[[B]]
 // CHECK:         scf.if
-// CHECK:         %[[C:.*]] = memref.dim %arg2, %{{.*}} : memref<?x?xf32>
-// CHECK:         %[[D:.*]] = memref.dim %arg1, %{{.*}} : memref<?x?xf32>
+// CHECK:         %[[C:.*]] = memref.dim %[[OUT]], %{{.*}} : memref<?x?xf32>
+// CHECK:         %[[D:.*]] = memref.dim %[[M]], %{{.*}} : memref<?x?xf32>
 // CHECK:         arith.cmpi ne, %[[C]], %[[D]]
 // CHECK:         scf.if
-// CHECK:         %[[E:.*]] = memref.dim %arg2, %{{.*}} : memref<?x?xf32>
-// CHECK:         %[[F:.*]] = memref.dim %arg0, %{{.*}} : memref<?xf32>
+// CHECK:         %[[E:.*]] = memref.dim %[[OUT]], %{{.*}} : memref<?x?xf32>
+// CHECK:         %[[F:.*]] = memref.dim %[[ROW]], %{{.*}} : memref<?xf32>
 // CHECK:         arith.cmpi ne, %[[E]], %[[F]]
 // CHECK:         scf.if
 // CHECK-NOT:     scf.if
@@ -100,7 +103,8 @@ func.func private @kernel(%row: memref<?xf32>, %m: memref<?x?xf32>, %out: memref
 // CHECK:       tdf.runtime_sites = ["cast{{.*}}dynamic_to_static_cast{{.*}}tensor.cast
 // CHECK-LABEL: func.func @dynamic_to_static_cast(
 // CHECK-SAME:    %[[Y:[^:]*]]: tensor<?x?xf32>
-// CHECK:         %[[N:.*]] = tensor.dim %[[Y]], %c0 : tensor<?x?xf32>
+// CHECK:         %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK:         %[[N:.*]] = tensor.dim %[[Y]], %[[ZERO]] : tensor<?x?xf32>
 // CHECK:         %[[C4:.*]] = arith.constant 4 : index
 // CHECK:         %[[BAD:.*]] = arith.cmpi ne, %[[N]], %[[C4]] : index
 // CHECK:         scf.if %[[BAD]] {

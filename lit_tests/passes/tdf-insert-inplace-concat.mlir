@@ -4,7 +4,7 @@
 
 // tensor.concat of parts computed by tdf.call: each part is computed by a
 // strided-layout variant of its kernel straight into its slice of the final
-// buffer (the seed's log_concat_update): one allocation, no copy.
+// buffer (a log-concat update): one allocation, no copy.
 
 func.func private @log(%x: memref<1x8xf32>, %out: memref<1x8xf32>) {
   linalg.log ins(%x : memref<1x8xf32>) outs(%out : memref<1x8xf32>)
@@ -26,32 +26,34 @@ func.func private @viewed(%x: memref<1x8xf32>, %out: memref<1x8xf32>) {
 // CHECK-NOT: func.func private @viewed_strided
 
 // CHECK-LABEL: func.func @log_concat_update(
+// CHECK-SAME:  %[[Y0:[^:]+]]: {{[^%]*}}%[[Y1:[^:]+]]: {{[^%]*}}%[[Y2:[^:]+]]:
 // CHECK: %[[D:.*]] = tensor.empty() : tensor<3x8xf32>
 // CHECK: %[[S0:.*]] = tensor.extract_slice %[[D]][0, 0] [1, 8] [1, 1]
-// CHECK: %[[Z0:.*]] = tdf.call_inplace @log_strided(%arg0, %[[S0]]) inplace [1]
+// CHECK: %[[Z0:.*]] = tdf.call_inplace @log_strided(%[[Y0]], %[[S0]]) inplace [1]
 // CHECK: %[[D1:.*]] = tensor.insert_slice %[[Z0]] into %[[D]][0, 0] [1, 8] [1, 1]
 // CHECK: %[[S1:.*]] = tensor.extract_slice %[[D1]][1, 0] [1, 8] [1, 1]
-// CHECK: %[[Z1:.*]] = tdf.call_inplace @log_strided(%arg1, %[[S1]]) inplace [1]
+// CHECK: %[[Z1:.*]] = tdf.call_inplace @log_strided(%[[Y1]], %[[S1]]) inplace [1]
 // CHECK: %[[D2:.*]] = tensor.insert_slice %[[Z1]] into %[[D1]][1, 0] [1, 8] [1, 1]
 // CHECK: %[[S2:.*]] = tensor.extract_slice %[[D2]][2, 0] [1, 8] [1, 1]
-// CHECK: %[[Z2:.*]] = tdf.call_inplace @log_strided(%arg2, %[[S2]]) inplace [1]
+// CHECK: %[[Z2:.*]] = tdf.call_inplace @log_strided(%[[Y2]], %[[S2]]) inplace [1]
 // CHECK: %[[D3:.*]] = tensor.insert_slice %[[Z2]] into %[[D2]][2, 0] [1, 8] [1, 1]
 // CHECK-NOT: tensor.concat
 // CHECK-NOT: tdf.call @
 // CHECK: return %[[D3]]
 // BUF-LABEL: func.func @log_concat_update(
+// BUF-SAME:  %[[Y0:[^:]+]]: {{[^%]*}}%[[Y1:[^:]+]]: {{[^%]*}}%[[Y2:[^:]+]]:
 // BUF: %[[ALLOC:.*]] = memref.alloc() {{.*}} : memref<3x8xf32>
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
 // BUF: %[[V0:.*]] = memref.subview %[[ALLOC]][0, 0] [1, 8] [1, 1]
 // BUF: %[[C0:.*]] = memref.cast %[[V0]] {{.*}} to memref<1x8xf32, strided<[8, 1], offset: ?>>
-// BUF: call @log_strided(%arg0, %[[C0]])
+// BUF: call @log_strided(%[[Y0]], %[[C0]])
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: call @log_strided(%arg1,
+// BUF: call @log_strided(%[[Y1]],
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: call @log_strided(%arg2,
+// BUF: call @log_strided(%[[Y2]],
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
 // BUF: return %[[ALLOC]]
@@ -66,9 +68,10 @@ func.func @log_concat_update(%y0: tensor<1x8xf32>, %y1: tensor<1x8xf32>, %y2: te
 // Along dim 1 the rows of the result are 16 wide; a linalg part and a call
 // part mix.
 // CHECK-LABEL: func.func @concat_dim1_mixed(
+// CHECK-SAME:  %{{[^:]+}}: {{[^%]*}}%[[Y1:[^:]+]]:
 // CHECK: %[[D:.*]] = tensor.empty() : tensor<1x16xf32>
 // CHECK: linalg.exp
-// CHECK: tdf.call_inplace @log_strided_1(%arg1, %{{.*}}) inplace [1]
+// CHECK: tdf.call_inplace @log_strided_1(%[[Y1]], %{{.*}}) inplace [1]
 // CHECK-NOT: tensor.concat
 // BUF-LABEL: func.func @concat_dim1_mixed(
 // BUF: %[[ALLOC:.*]] = memref.alloc() {{.*}} : memref<1x16xf32>
@@ -89,9 +92,10 @@ func.func @concat_dim1_mixed(%y0: tensor<1x8xf32>, %y1: tensor<1x8xf32>) -> tens
 // A call part that is also returned keeps its own buffer (it is copied into
 // the concat); the other part is still computed in place.
 // CHECK-LABEL: func.func @negative_concat_call_part_used_twice(
-// CHECK: %[[Z0:.*]] = tdf.call @log(%arg0)
+// CHECK-SAME:  %[[Y0:[^:]+]]: {{[^%]*}}%[[Y1:[^:]+]]:
+// CHECK: %[[Z0:.*]] = tdf.call @log(%[[Y0]])
 // CHECK: tensor.insert_slice %[[Z0]]
-// CHECK: tdf.call_inplace @log_strided(%arg1, %{{.*}}) inplace [1]
+// CHECK: tdf.call_inplace @log_strided(%[[Y1]], %{{.*}}) inplace [1]
 // CHECK: return %{{.*}}, %[[Z0]]
 // BUF-LABEL: func.func @negative_concat_call_part_used_twice(
 // BUF-COUNT-2: memref.alloc()
@@ -112,7 +116,8 @@ func.func @negative_concat_call_part_used_twice(%y0: tensor<1x8xf32>, %y1: tenso
 
 // The same part twice in one concat: not rewritten.
 // CHECK-LABEL: func.func @negative_concat_same_part_twice(
-// CHECK: tdf.call @log(%arg0)
+// CHECK-SAME:  %[[Y0:[^:]+]]:
+// CHECK: tdf.call @log(%[[Y0]])
 // CHECK: tensor.concat
 func.func @negative_concat_same_part_twice(%y0: tensor<1x8xf32>) -> tensor<2x8xf32> {
   // expected-remark@+2 {{in-place rejected (dead): part #0 (%0) of tensor.concat: it is also used by %concat (tensor.concat); it is computed in its own buffer and copied}}
@@ -124,8 +129,9 @@ func.func @negative_concat_same_part_twice(%y0: tensor<1x8xf32>) -> tensor<2x8xf
 
 // A declaration-only kernel takes an identity-layout output only: copy + remark.
 // CHECK-LABEL: func.func @negative_concat_declaration(
-// CHECK: tdf.call @ext_log(%arg0)
-// CHECK: tdf.call @ext_log(%arg1)
+// CHECK-SAME:  %[[Y0:[^:]+]]: {{[^%]*}}%[[Y1:[^:]+]]:
+// CHECK: tdf.call @ext_log(%[[Y0]])
+// CHECK: tdf.call @ext_log(%[[Y1]])
 // CHECK: tensor.concat
 // BUF-LABEL: func.func @negative_concat_declaration(
 // BUF-COUNT-2: memref.copy
@@ -143,7 +149,8 @@ func.func @negative_concat_declaration(%y0: tensor<1x8xf32>, %y1: tensor<1x8xf32
 // A kernel whose output parameter is used by a layout-dependent op (a
 // subview) gets no strided variant.
 // CHECK-LABEL: func.func @negative_concat_layout_dependent(
-// CHECK: tdf.call @viewed(%arg0)
+// CHECK-SAME:  %[[Y0:[^:]+]]:
+// CHECK: tdf.call @viewed(%[[Y0]])
 // CHECK: tensor.concat
 func.func @negative_concat_layout_dependent(%y0: tensor<1x8xf32>, %y1: tensor<1x8xf32>) -> tensor<2x8xf32> {
   // expected-remark@+2 {{in-place rejected (kernel): part #0 (%0) of tensor.concat: @viewed uses its output parameter in memref.subview, whose types depend on the layout}}

@@ -46,8 +46,9 @@ func.func @negative_same_type_other_size(%x: tensor<?xf32>, %y: tensor<?xf32> {t
 
 // Provably equal: %y is the result of a call whose shape operand is %x.
 // CHECK-LABEL: func.func @provably_equal_through_call(
-// CHECK: %[[T:.*]] = tdf.call @add(%arg0, %arg0)
-// CHECK: tdf.call_inplace @add_inplace{{.*}}(%arg0, %[[T]]) inplace [1]
+// CHECK-SAME:  %[[X:[^:]+]]:
+// CHECK: %[[T:.*]] = tdf.call @add(%[[X]], %[[X]])
+// CHECK: tdf.call_inplace @add_inplace{{.*}}(%[[X]], %[[T]]) inplace [1]
 func.func @provably_equal_through_call(%x: tensor<?xf32>) -> tensor<?xf32> {
   // expected-remark@+2 {{in-place rejected (owned): operand #0 (%arg0) is a function argument that is not donated}}
   // expected-remark@+1 {{in-place rejected (owned): operand #1 (%arg0) is a function argument that is not donated}}
@@ -65,9 +66,10 @@ func.func private @fill(%v: memref<?xf32>) attributes {tdf.elementwise} {
   return
 }
 // CHECK-LABEL: func.func @provably_equal_same_sizes(
+// CHECK-SAME:  %[[X:[^:]+]]:
 // CHECK: tdf.call_inplace @fill(
 // CHECK: %[[B:.*]] = tdf.call_inplace @fill(
-// CHECK: %[[R:.*]] = tdf.call_inplace @add_inplace{{.*}}(%arg0, %[[B]]) inplace [1]
+// CHECK: %[[R:.*]] = tdf.call_inplace @add_inplace{{.*}}(%[[X]], %[[B]]) inplace [1]
 // CHECK: tdf.call_inplace @add_inplace{{.*}}(%[[R]], %{{.*}}) inplace [0]
 func.func @provably_equal_same_sizes(%x: tensor<?xf32>) -> tensor<?xf32> {
   %c0 = arith.constant 0 : index
@@ -142,7 +144,8 @@ func.func private @twice(%a: memref<?xf32>, %out: memref<?xf32>) {
   return
 }
 // CHECK-LABEL: func.func @dynamic_body_inplace(
-// CHECK: tdf.call_inplace @twice_inplace(%arg0) inplace [0]
+// CHECK-SAME:  %[[X:[^:]+]]:
+// CHECK: tdf.call_inplace @twice_inplace(%[[X]]) inplace [0]
 func.func @dynamic_body_inplace(%x: tensor<?xf32> {tdf.donate}) -> tensor<?xf32> {
   %r = tdf.call @twice(%x) : (tensor<?xf32>) -> tensor<?xf32>
   return %r : tensor<?xf32>

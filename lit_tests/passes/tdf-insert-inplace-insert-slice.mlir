@@ -30,20 +30,22 @@ func.func private @ext_log(memref<8xf32>, memref<8xf32>)
 // The benchmark's log_concat: rows of a tensor.empty, each computed by a
 // kernel call (through expand_shape) or a linalg op.
 // CHECK-LABEL: func.func @log_concat_rows(
+// CHECK-SAME:  %[[Y0:[^:]+]]: {{[^%]*}}%[[Y1:[^:]+]]:
 // CHECK: %[[E:.*]] = tensor.empty() : tensor<2x8xf32>
 // CHECK: %[[S0:.*]] = tensor.extract_slice %[[E]][0, 0] [1, 8] [1, 1] : tensor<2x8xf32> to tensor<8xf32>
-// CHECK: %[[Z0:.*]] = tdf.call_inplace @log_strided(%arg0, %[[S0]]) inplace [1]
+// CHECK: %[[Z0:.*]] = tdf.call_inplace @log_strided(%[[Y0]], %[[S0]]) inplace [1]
 // CHECK: %[[C0:.*]] = tensor.insert_slice %[[Z0]] into %[[E]][0, 0] [1, 8] [1, 1] : tensor<8xf32> into tensor<2x8xf32>
 // CHECK: %[[S1:.*]] = tensor.extract_slice %[[C0]][1, 0] [1, 8] [1, 1] : tensor<2x8xf32> to tensor<8xf32>
-// CHECK: %[[Z1:.*]] = linalg.exp ins(%arg1 : tensor<8xf32>) outs(%[[S1]] : tensor<8xf32>)
+// CHECK: %[[Z1:.*]] = linalg.exp ins(%[[Y1]] : tensor<8xf32>) outs(%[[S1]] : tensor<8xf32>)
 // CHECK: %[[C1:.*]] = tensor.insert_slice %[[Z1]] into %[[C0]][1, 0] [1, 8] [1, 1]
 // CHECK-NOT: tensor.expand_shape
 // CHECK: return %[[C1]]
 // BUF-LABEL: func.func @log_concat_rows(
+// BUF-SAME:  %[[Y0:[^:]+]]:
 // BUF: %[[ALLOC:.*]] = memref.alloc() {{.*}} : memref<2x8xf32>
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: call @log_strided(%arg0,
+// BUF: call @log_strided(%[[Y0]],
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
 // BUF: linalg.exp
@@ -65,19 +67,21 @@ func.func @log_concat_rows(%y0: tensor<8xf32>, %y1: tensor<8xf32>) -> tensor<2x8
 // KV-cache decode: the new row of a donated cache computed by a kernel, no
 // reshape, dynamic position.
 // CHECK-LABEL: func.func @kv_row_by_kernel(
-// CHECK: %[[S:.*]] = tensor.extract_slice %arg0[0, %arg2, 0] [2, 1, 4] [1, 1, 1] : tensor<2x8x4xf32> to tensor<2x1x4xf32>
-// CHECK: %[[Z:.*]] = tdf.call_inplace @exp_row_strided(%arg1, %[[S]]) inplace [1]
-// CHECK: %[[C:.*]] = tensor.insert_slice %[[Z]] into %arg0[0, %arg2, 0] [2, 1, 4] [1, 1, 1]
+// CHECK-SAME:  %[[CACHE:[^:]+]]: {{[^%]*}}%[[X:[^:]+]]: {{[^%]*}}%[[POS:[^:]+]]:
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[CACHE]][0, %[[POS]], 0] [2, 1, 4] [1, 1, 1] : tensor<2x8x4xf32> to tensor<2x1x4xf32>
+// CHECK: %[[Z:.*]] = tdf.call_inplace @exp_row_strided(%[[X]], %[[S]]) inplace [1]
+// CHECK: %[[C:.*]] = tensor.insert_slice %[[Z]] into %[[CACHE]][0, %[[POS]], 0] [2, 1, 4] [1, 1, 1]
 // CHECK: return %[[C]]
 // BUF-LABEL: func.func @kv_row_by_kernel(
+// BUF-SAME:  %[[CACHE:[^:]+]]: {{[^%]*}}%[[X:[^:]+]]: {{[^%]*}}%[[POS:[^:]+]]:
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: %[[V:.*]] = memref.subview %arg0[0, %arg2, 0] [2, 1, 4] [1, 1, 1]
+// BUF: %[[V:.*]] = memref.subview %[[CACHE]][0, %[[POS]], 0] [2, 1, 4] [1, 1, 1]
 // BUF: %[[CAST:.*]] = memref.cast %[[V]]
-// BUF: call @exp_row_strided(%arg1, %[[CAST]])
+// BUF: call @exp_row_strided(%[[X]], %[[CAST]])
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: return %arg0
+// BUF: return %[[CACHE]]
 func.func @kv_row_by_kernel(%cache: tensor<2x8x4xf32> {tdf.donate}, %x: tensor<2x1x4xf32>, %pos: index) -> tensor<2x8x4xf32> {
   %row = tdf.call @exp_row(%x) : (tensor<2x1x4xf32>) -> tensor<2x1x4xf32>
   %new = tensor.insert_slice %row into %cache[0, %pos, 0] [2, 1, 4] [1, 1, 1] : tensor<2x1x4xf32> into tensor<2x8x4xf32>
@@ -86,16 +90,18 @@ func.func @kv_row_by_kernel(%cache: tensor<2x8x4xf32> {tdf.donate}, %x: tensor<2
 
 // The same with a reshape: a flat row expanded into the cache's row shape.
 // CHECK-LABEL: func.func @kv_row_by_kernel_reshaped(
-// CHECK: %[[S:.*]] = tensor.extract_slice %arg0[%arg2, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<8xf32>
-// CHECK: %[[Z:.*]] = tdf.call_inplace @log_strided(%arg1, %[[S]]) inplace [1]
-// CHECK: tensor.insert_slice %[[Z]] into %arg0[%arg2, 0] [1, 8] [1, 1] : tensor<8xf32> into tensor<4x8xf32>
+// CHECK-SAME:  %[[CACHE:[^:]+]]: {{[^%]*}}%[[Y:[^:]+]]: {{[^%]*}}%[[POS:[^:]+]]:
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[CACHE]][%[[POS]], 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<8xf32>
+// CHECK: %[[Z:.*]] = tdf.call_inplace @log_strided(%[[Y]], %[[S]]) inplace [1]
+// CHECK: tensor.insert_slice %[[Z]] into %[[CACHE]][%[[POS]], 0] [1, 8] [1, 1] : tensor<8xf32> into tensor<4x8xf32>
 // BUF-LABEL: func.func @kv_row_by_kernel_reshaped(
+// BUF-SAME:  %[[CACHE:[^:]+]]: {{[^%]*}}%[[Y:[^:]+]]:
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: call @log_strided(%arg1,
+// BUF: call @log_strided(%[[Y]],
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: return %arg0
+// BUF: return %[[CACHE]]
 func.func @kv_row_by_kernel_reshaped(%cache: tensor<4x8xf32> {tdf.donate}, %y: tensor<8xf32>, %pos: index) -> tensor<4x8xf32> {
   %z = tdf.call @log(%y) : (tensor<8xf32>) -> tensor<8xf32>
   %r = tensor.expand_shape %z [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
@@ -106,18 +112,20 @@ func.func @kv_row_by_kernel_reshaped(%cache: tensor<4x8xf32> {tdf.donate}, %y: t
 // A reshape that is not only unit dimensions is inverted on the slice: two
 // rows of the cache collapsed into the kernel's flat shape.
 // CHECK-LABEL: func.func @rows_by_kernel_collapsed(
-// CHECK: %[[S:.*]] = tensor.extract_slice %arg0[%arg2, 0] [2, 8] [1, 1] : tensor<4x8xf32> to tensor<2x8xf32>
+// CHECK-SAME:  %[[CACHE:[^:]+]]: {{[^%]*}}%[[Y:[^:]+]]: {{[^%]*}}%[[POS:[^:]+]]:
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[CACHE]][%[[POS]], 0] [2, 8] [1, 1] : tensor<4x8xf32> to tensor<2x8xf32>
 // CHECK: %[[F:.*]] = tensor.collapse_shape %[[S]] {{\[\[}}0, 1]] : tensor<2x8xf32> into tensor<16xf32>
-// CHECK: %[[Z:.*]] = tdf.call_inplace @neg16_strided(%arg1, %[[F]]) inplace [1]
+// CHECK: %[[Z:.*]] = tdf.call_inplace @neg16_strided(%[[Y]], %[[F]]) inplace [1]
 // CHECK: %[[R:.*]] = tensor.expand_shape %[[Z]]
-// CHECK: tensor.insert_slice %[[R]] into %arg0[%arg2, 0] [2, 8] [1, 1]
+// CHECK: tensor.insert_slice %[[R]] into %[[CACHE]][%[[POS]], 0] [2, 8] [1, 1]
 // BUF-LABEL: func.func @rows_by_kernel_collapsed(
+// BUF-SAME:  %[[CACHE:[^:]+]]: {{[^%]*}}%[[Y:[^:]+]]:
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: call @neg16_strided(%arg1,
+// BUF: call @neg16_strided(%[[Y]],
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: return %arg0
+// BUF: return %[[CACHE]]
 func.func @rows_by_kernel_collapsed(%cache: tensor<4x8xf32> {tdf.donate}, %y: tensor<16xf32>, %pos: index) -> tensor<4x8xf32> {
   %z = tdf.call @neg16(%y) : (tensor<16xf32>) -> tensor<16xf32>
   %r = tensor.expand_shape %z [[0, 1]] output_shape [2, 8] : tensor<16xf32> into tensor<2x8xf32>
@@ -128,10 +136,12 @@ func.func @rows_by_kernel_collapsed(%cache: tensor<4x8xf32> {tdf.donate}, %y: te
 // A non-donated destination: One-Shot copies the whole destination before
 // the insert, so the part must not be written into it.
 // CHECK-LABEL: func.func @negative_dest_not_donated(
-// CHECK: %[[Z:.*]] = tdf.call @log(%arg1)
+// CHECK-SAME:  %{{[^:]+}}: {{[^%]*}}%[[Y:[^:]+]]:
+// CHECK: %[[Z:.*]] = tdf.call @log(%[[Y]])
 // CHECK-NOT: tensor.extract_slice
 // BUF-LABEL: func.func @negative_dest_not_donated(
-// BUF: memref.copy %arg0
+// BUF-SAME:  %[[CACHE:[^:]+]]:
+// BUF: memref.copy %[[CACHE]]
 func.func @negative_dest_not_donated(%cache: tensor<4x8xf32>, %y: tensor<8xf32>, %pos: index) -> tensor<4x8xf32> {
   // expected-remark@+1 {{in-place rejected (owned): operand #0 (%arg1) is a function argument that is not donated}}
   %z = tdf.call @log(%y) : (tensor<8xf32>) -> tensor<8xf32>
@@ -143,7 +153,8 @@ func.func @negative_dest_not_donated(%cache: tensor<4x8xf32>, %y: tensor<8xf32>,
 
 // The destination is read again after the insert.
 // CHECK-LABEL: func.func @negative_dest_read_after_insert(
-// CHECK: tdf.call @log(%arg1)
+// CHECK-SAME:  %{{[^:]+}}: {{[^%]*}}%[[Y:[^:]+]]:
+// CHECK: tdf.call @log(%[[Y]])
 // CHECK-NOT: tensor.extract_slice
 func.func @negative_dest_read_after_insert(%cache: tensor<4x8xf32> {tdf.donate}, %y: tensor<8xf32>, %pos: index) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   // expected-remark@+1 {{in-place rejected (owned): operand #0 (%arg1) is a function argument that is not donated}}
@@ -156,8 +167,9 @@ func.func @negative_dest_read_after_insert(%cache: tensor<4x8xf32> {tdf.donate},
 
 // The destination's row is read between the producer and the insert.
 // CHECK-LABEL: func.func @negative_dest_read_between(
-// CHECK: tdf.call @log(%arg1)
-// CHECK: tensor.extract_slice %arg0[%arg2, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+// CHECK-SAME:  %[[CACHE:[^:]+]]: {{[^%]*}}%[[Y:[^:]+]]: {{[^%]*}}%[[POS:[^:]+]]:
+// CHECK: tdf.call @log(%[[Y]])
+// CHECK: tensor.extract_slice %[[CACHE]][%[[POS]], 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
 // CHECK-NOT: tensor.extract_slice
 func.func @negative_dest_read_between(%cache: tensor<4x8xf32> {tdf.donate}, %y: tensor<8xf32>, %pos: index) -> (tensor<4x8xf32>, tensor<1x8xf32>) {
   // expected-remark@+1 {{in-place rejected (owned): operand #0 (%arg1) is a function argument that is not donated}}
@@ -171,7 +183,8 @@ func.func @negative_dest_read_between(%cache: tensor<4x8xf32> {tdf.donate}, %y: 
 
 // The part (through its view) is used twice.
 // CHECK-LABEL: func.func @negative_part_used_twice(
-// CHECK: tdf.call @log(%arg1)
+// CHECK-SAME:  %{{[^:]+}}: {{[^%]*}}%[[Y:[^:]+]]:
+// CHECK: tdf.call @log(%[[Y]])
 // CHECK-NOT: tensor.extract_slice
 func.func @negative_part_used_twice(%cache: tensor<4x8xf32> {tdf.donate}, %y: tensor<8xf32>, %pos: index) -> (tensor<4x8xf32>, tensor<1x8xf32>) {
   // expected-remark@+1 {{in-place rejected (owned): operand #0 (%arg1) is a function argument that is not donated}}
@@ -184,7 +197,8 @@ func.func @negative_part_used_twice(%cache: tensor<4x8xf32> {tdf.donate}, %y: te
 
 // A declaration-only kernel has no strided variant: the part is copied.
 // CHECK-LABEL: func.func @negative_declaration_kernel(
-// CHECK: tdf.call @ext_log(%arg1)
+// CHECK-SAME:  %{{[^:]+}}: {{[^%]*}}%[[Y:[^:]+]]:
+// CHECK: tdf.call @ext_log(%[[Y]])
 // CHECK-NOT: tensor.extract_slice
 // BUF-LABEL: func.func @negative_declaration_kernel(
 // BUF: memref.alloc
@@ -200,7 +214,8 @@ func.func @negative_declaration_kernel(%cache: tensor<4x8xf32> {tdf.donate}, %y:
 
 // The destination is defined after the part's producer.
 // CHECK-LABEL: func.func @negative_dest_defined_after_producer(
-// CHECK: tdf.call @log(%arg0)
+// CHECK-SAME:  %[[Y:[^:]+]]:
+// CHECK: tdf.call @log(%[[Y]])
 // CHECK-NOT: tensor.extract_slice
 func.func @negative_dest_defined_after_producer(%y: tensor<8xf32>) -> tensor<2x8xf32> {
   // expected-remark@+1 {{in-place rejected (owned): operand #0 (%arg0) is a function argument that is not donated}}

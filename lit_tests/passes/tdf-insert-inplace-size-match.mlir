@@ -12,13 +12,15 @@
 // OFF: %[[E:.*]] = tensor.empty() : tensor<4x8xf32>
 // OFF: linalg.generic {{.*}} outs(%[[E]] : tensor<4x8xf32>)
 // ON-LABEL: func.func @dynamic_input(
+// ON-SAME:  %[[X:[^:]+]]:
 // ON-NOT: tensor.empty
-// ON: %[[C:.*]] = tensor.cast %arg0 : tensor<?x8xf32> to tensor<4x8xf32>
+// ON: %[[C:.*]] = tensor.cast %[[X]] : tensor<?x8xf32> to tensor<4x8xf32>
 // ON: linalg.generic {{.*}} outs(%[[C]] : tensor<4x8xf32>)
 // BUFON-LABEL: func.func @dynamic_input(
+// BUFON-SAME:  %[[X:[^:]+]]:
 // BUFON-NOT: memref.alloc
 // BUFON-NOT: memref.copy
-// BUFON: memref.cast %arg0 : memref<?x8xf32> to memref<4x8xf32>
+// BUFON: memref.cast %[[X]] : memref<?x8xf32> to memref<4x8xf32>
 // BUFON-NOT: memref.alloc
 // BUFON: return
 // BUFOFF-LABEL: func.func @dynamic_input(

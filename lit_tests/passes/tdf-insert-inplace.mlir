@@ -56,23 +56,24 @@ func.func private @make() -> memref<4xf32>
 // CHECK-NOT: @reverse_inplace
 // CHECK-NOT: @mystery_inplace
 
-// The seed's `func`: a donated argument updated in place.
+// A donated argument updated in place.
 // CHECK-LABEL: func.func @func(
 // CHECK-SAME: %[[X:.*]]: tensor<4xf32> {tdf.donate}
 // CHECK: %[[X1:.*]] = tdf.call_inplace @addone_inplace(%[[X]]) inplace [0]
 // CHECK: return %[[X1]]
 // BUF-LABEL: func.func @func(
+// BUF-SAME:  %[[X:[^:]+]]:
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: call @addone_inplace(%arg0)
+// BUF: call @addone_inplace(%[[X]])
 // BUF-NOT: memref.copy
-// BUF: return %arg0
+// BUF: return %[[X]]
 func.func @func(%x: tensor<4xf32> {tdf.donate}) -> tensor<4xf32> {
   %x1 = tdf.call @addone(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %x1 : tensor<4xf32>
 }
 
-// The seed's `func_invalid`: %x is read again by add(%x, %x), so addone may
+// %x is read again by add(%x, %x), so addone may
 // not overwrite it; add(%x, %x) is its last use and runs in place.
 // CHECK-LABEL: func.func @func_invalid(
 // CHECK-SAME: %[[X:.*]]: tensor<4xf32> {tdf.donate}
@@ -80,25 +81,27 @@ func.func @func(%x: tensor<4xf32> {tdf.donate}) -> tensor<4xf32> {
 // CHECK: %[[GV:.*]] = tdf.call_inplace @add_inplace(%[[X]], %[[X]]) inplace [0]
 // CHECK: return %{{.*}}, %[[GV]]
 // BUF-LABEL: func.func @func_invalid(
+// BUF-SAME:  %[[X:[^:]+]]:
 // BUF-NOT: memref.copy
-// BUF: call @add_inplace(%arg0, %arg0)
+// BUF: call @add_inplace(%[[X]], %[[X]])
 // BUF-NOT: memref.copy
-// BUF: return %{{.*}}, %arg0
+// BUF: return %{{.*}}, %[[X]]
 func.func @func_invalid(%x: tensor<4xf32> {tdf.donate}) -> (tensor<4xf32>, tensor<4xf32>) {
   %x1 = tdf.call @addone(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %gv = tdf.call @add(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %x1, %gv : tensor<4xf32>, tensor<4xf32>
 }
 
-// The seed's `func0`: exp(%x) reads %x before addone may overwrite it.
+// exp(%x) reads %x before addone may overwrite it.
 // CHECK-LABEL: func.func @func0(
 // CHECK: %[[Y:.*]] = tdf.call @exp(%[[X:[^)]*]])
 // CHECK: %[[X1:.*]] = tdf.call_inplace @addone_inplace(%[[X]]) inplace [0]
 // BUF-LABEL: func.func @func0(
+// BUF-SAME:  %[[X:[^:]+]]:
 // BUF: %[[ALLOC:.*]] = memref.alloc
-// BUF: call @exp(%arg0, %[[ALLOC]])
+// BUF: call @exp(%[[X]], %[[ALLOC]])
 // BUF-NOT: memref.copy
-// BUF: call @addone_inplace(%arg0)
+// BUF: call @addone_inplace(%[[X]])
 // BUF-NOT: memref.copy
 // BUF: return
 func.func @func0(%x: tensor<4xf32> {tdf.donate}) -> (tensor<4xf32>, tensor<4xf32>) {
@@ -117,9 +120,10 @@ func.func @func0(%x: tensor<4xf32> {tdf.donate}) -> (tensor<4xf32>, tensor<4xf32
 // CHECK: %[[D:.*]] = tdf.call_inplace @add_inplace(%[[C]], %[[C]]) inplace [0]
 // CHECK: return %[[D]]
 // BUF-LABEL: func.func @chain_of_calls(
+// BUF-SAME:  %[[X:[^:]+]]:
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: return %arg0
+// BUF: return %[[X]]
 func.func @chain_of_calls(%x: tensor<4xf32> {tdf.donate}, %w: tensor<4xf32>) -> tensor<4xf32> {
   %a = tdf.call @addone(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %b = tdf.call @exp(%a) : (tensor<4xf32>) -> tensor<4xf32>
@@ -143,8 +147,9 @@ func.func @inplace_fresh_intermediate(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NOT: tdf.call_inplace
 // CHECK: tdf.call @addone(
 // BUF-LABEL: func.func @negative_param_not_donated(
+// BUF-SAME:  %[[X:[^:]+]]:
 // BUF: memref.alloc
-// BUF: call @addone(%arg0,
+// BUF: call @addone(%[[X]],
 func.func @negative_param_not_donated(%x: tensor<4xf32>) -> tensor<4xf32> {
   %x1 = tdf.call @addone(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %x1 : tensor<4xf32>
@@ -234,8 +239,9 @@ func.func @negative_kernel_not_elementwise(%x: tensor<4xf32> {tdf.donate}) -> te
 // CHECK-LABEL: func.func @inplace_declared_kernel(
 // CHECK: tdf.call_inplace @scale_ip(%{{.*}}) inplace [0]
 // BUF-LABEL: func.func @inplace_declared_kernel(
+// BUF-SAME:  %[[X:[^:]+]]:
 // BUF-NOT: memref.copy
-// BUF: call @scale_ip(%arg0)
+// BUF: call @scale_ip(%[[X]])
 func.func @inplace_declared_kernel(%x: tensor<4xf32> {tdf.donate}) -> tensor<4xf32> {
   %a = tdf.call @scale(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>
@@ -245,9 +251,10 @@ func.func @inplace_declared_kernel(%x: tensor<4xf32> {tdf.donate}) -> tensor<4xf
 // CHECK-LABEL: func.func @mixed_results(
 // CHECK: %{{.*}}:2 = tdf.call_inplace @add_flag_inplace_0_n(%{{.*}}, %{{.*}}) inplace [0, -1]
 // BUF-LABEL: func.func @mixed_results(
+// BUF-SAME:  %[[X:[^:]+]]: {{[^%]*}}%[[Y:[^:]+]]:
 // BUF: %[[F:.*]] = memref.alloc() {{.*}} : memref<4xi1>
 // BUF-NOT: memref.copy
-// BUF: call @add_flag_inplace_0_n(%arg0, %arg1, %[[F]])
+// BUF: call @add_flag_inplace_0_n(%[[X]], %[[Y]], %[[F]])
 func.func @mixed_results(%x: tensor<4xf32> {tdf.donate}, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>) {
   %s, %f = tdf.call @add_flag(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
   return %s, %f : tensor<4xf32>, tensor<4xi1>
@@ -261,9 +268,10 @@ func.func @mixed_results(%x: tensor<4xf32> {tdf.donate}, %y: tensor<4xf32>) -> (
 // CHECK: %[[B:.*]] = linalg.add ins(%[[A]], %[[Y]] : tensor<4xf32>, tensor<4xf32>) outs(%[[A]] : tensor<4xf32>)
 // CHECK: linalg.map { math.sqrt } ins(%[[B]] : tensor<4xf32>) outs(%[[B]] : tensor<4xf32>)
 // BUF-LABEL: func.func @linalg_elementwise_chain(
+// BUF-SAME:  %[[X:[^:]+]]:
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: return %arg0
+// BUF: return %[[X]]
 func.func @linalg_elementwise_chain(%x: tensor<4xf32> {tdf.donate}, %y: tensor<4xf32>) -> tensor<4xf32> {
   %e = tensor.empty() : tensor<4xf32>
   %a = linalg.exp ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
@@ -304,7 +312,7 @@ func.func @negative_linalg_broadcast(%x: tensor<4x4xf32> {tdf.donate}) -> tensor
   return %t : tensor<4x4xf32>
 }
 
-// The seed's concat of computed parts (log of each part): each part is
+// A concat of computed parts (log of each part): each part is
 // computed straight into its slice of the final buffer.
 // CHECK-LABEL: func.func @concat_update(
 // CHECK: %[[D:.*]] = tensor.empty() : tensor<3x8xf32>
@@ -352,13 +360,14 @@ func.func @negative_concat_part_used_twice(%y0: tensor<1x8xf32>, %y1: tensor<1x8
 // CHECK: scf.for
 // CHECK: tensor.insert_slice
 // BUF-LABEL: func.func @decode_loop(
+// BUF-SAME:  %[[CACHE:[^:]+]]:
 // BUF-NOT: memref.alloc
 // BUF: scf.for
 // BUF-NOT: memref.alloc
 // BUF: memref.copy %{{.*}}, %{{.*}} : memref<4x1x8xf32, {{.*}}> to memref<4x1x8xf32, {{.*}}>
 // BUF-NOT: memref.copy
 // BUF-NOT: memref.alloc
-// BUF: return %arg0
+// BUF: return %[[CACHE]]
 func.func @decode_loop(%cache: tensor<4x16x8xf32> {tdf.donate}, %rows: tensor<16x4x1x8xf32>) -> tensor<4x16x8xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -376,9 +385,10 @@ func.func @decode_loop(%cache: tensor<4x16x8xf32> {tdf.donate}, %rows: tensor<16
 // CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}})
 // CHECK: tdf.call_inplace @addone_inplace(%[[ACC]]) inplace [0]
 // BUF-LABEL: func.func @loop_carried_call(
+// BUF-SAME:  %[[ACC0:[^:]+]]:
 // BUF-NOT: memref.alloc
 // BUF-NOT: memref.copy
-// BUF: return %arg0
+// BUF: return %[[ACC0]]
 func.func @loop_carried_call(%acc0: tensor<4xf32> {tdf.donate}) -> tensor<4xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -397,10 +407,11 @@ func.func @loop_carried_call(%acc0: tensor<4xf32> {tdf.donate}) -> tensor<4xf32>
 // CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}})
 // CHECK: tdf.call_inplace @add_inplace_1(%[[X]], %[[ACC]]) inplace [1]
 // BUF-LABEL: func.func @negative_loop_invariant(
+// BUF-SAME:  %[[X:[^:]+]]: {{[^%]*}}%[[ACC0:[^:]+]]:
 // BUF-NOT: memref.copy
-// BUF: call @add_inplace_1(%arg0, %arg1)
+// BUF: call @add_inplace_1(%[[X]], %[[ACC0]])
 // BUF-NOT: memref.copy
-// BUF: return %arg1
+// BUF: return %[[ACC0]]
 func.func @negative_loop_invariant(%x: tensor<4xf32> {tdf.donate}, %acc0: tensor<4xf32> {tdf.donate}) -> tensor<4xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

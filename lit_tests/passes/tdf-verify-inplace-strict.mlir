@@ -1,13 +1,13 @@
 // RUN: tdf-opt %s --tdf-verify-inplace=strict --split-input-file --verify-diagnostics
 // RUN: not tdf-opt %s --tdf-verify-inplace=strict --split-input-file 2>&1 | FileCheck %s
 
-// Strict mode (the seed's X1): a copy would be needed, so it is an error.
+// Strict mode: where a copy would be needed it is an error.
 // CHECK: error: in-place operand #0 (%arg0) is still used by %1 (tdf.call) (dead); in-place call would need a copy
 
 func.func private @addone(memref<4xf32>) attributes {tdf.elementwise}
 func.func private @exp(memref<4xf32>, memref<4xf32>)
 
-// The seed's func_invalid written with an explicit in-place call.
+// %x is read again after the call that updates it in place.
 func.func @negative_func_invalid(%x: tensor<4xf32> {tdf.donate}) -> (tensor<4xf32>, tensor<4xf32>) {
   // expected-error@+1 {{in-place operand #0 (%arg0) is still used by %1 (tdf.call) (dead); in-place call would need a copy}}
   %x1 = tdf.call_inplace @addone(%x) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
@@ -20,7 +20,7 @@ func.func @negative_func_invalid(%x: tensor<4xf32> {tdf.donate}) -> (tensor<4xf3
 func.func private @addone(memref<4xf32>) attributes {tdf.elementwise}
 func.func private @exp(memref<4xf32>, memref<4xf32>)
 
-// The seed's func0: exp(%x) comes first, so the in-place call is fine.
+// exp(%x) comes first, so the in-place call is fine.
 func.func @func0(%x: tensor<4xf32> {tdf.donate}) -> (tensor<4xf32>, tensor<4xf32>) {
   %y = tdf.call @exp(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %x1 = tdf.call_inplace @addone(%x) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>

@@ -1,7 +1,7 @@
 // RUN: tdf-opt %s --tdf-verify-inplace --verify-diagnostics | FileCheck %s
 // RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-donate, one-shot-bufferize{%one_shot_options})" | FileCheck %s --check-prefix=BUF
 
-// Warnings where One-Shot Bufferize will copy the in-place operand (X0); the
+// Warnings where One-Shot Bufferize will copy the in-place operand; the
 // IR is unchanged. The BUF lines show the copies the warnings announce.
 
 func.func private @addone(memref<4xf32>) attributes {tdf.elementwise}

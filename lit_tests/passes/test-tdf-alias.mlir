@@ -62,10 +62,11 @@ func.func @branch(%c: i1, %x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32>
 // one escaped class (with %y, which escapes later); assume_unaliased starts
 // a fresh one.
 // CHECK-LABEL: func.func @opaque(
+// CHECK-SAME: %[[X:[^:]+]]: {{[^%]*}}%[[Y:[^:]+]]:
 // CHECK-SAME: tdf.arg_alias_class = array<i64: 0, 0>
-// CHECK: tdf.call_opaque @keep(%arg0) {tdf.alias_class = array<i64: 0>, tdf.escaped}
+// CHECK: tdf.call_opaque @keep(%[[X]]) {tdf.alias_class = array<i64: 0>, tdf.escaped}
 // CHECK: tdf.assume_unaliased %{{[^ ]*}} {tdf.alias_class = array<i64: 1>} :
-// CHECK: tdf.call_opaque @keep(%arg1) {tdf.alias_class = array<i64: 0>, tdf.escaped}
+// CHECK: tdf.call_opaque @keep(%[[Y]]) {tdf.alias_class = array<i64: 0>, tdf.escaped}
 func.func @opaque(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %k = tdf.call_opaque @keep(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %u = tdf.assume_unaliased %k : tensor<4xf32>

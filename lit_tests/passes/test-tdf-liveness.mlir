@@ -30,10 +30,11 @@ func.func @negative_returned(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>
 // A use inside a loop keeps an outer value live for the whole loop; the
 // iter_arg is its own value and dies at its last use in the body.
 // CHECK-LABEL: func.func @loop(
+// CHECK-SAME:  %[[X:[^:]+]]:
 // CHECK: scf.for
 // CHECK: tdf.call @add(%{{.*}}, %{{.*}}) {tdf.last_use = array<i64: 1>}
 // CHECK: scf.yield {tdf.last_use = array<i64: 0>}
-// CHECK: } {tdf.last_use = array<i64: 3>, tdf.live_through = ["%arg0"]}
+// CHECK: } {tdf.last_use = array<i64: 3>, tdf.live_through = ["%[[X]]"]}
 func.func @loop(%x: tensor<4xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -63,11 +64,12 @@ func.func @negative_loop_then_later(%x: tensor<4xf32>, %init: tensor<4xf32>) -> 
 // scf.if: a use in the then-branch is the last one when nothing follows;
 // %y is yielded by the else-branch but read after the if.
 // CHECK-LABEL: func.func @branch(
+// CHECK-SAME:  %{{[^:]+}}: {{[^%]*}}%[[X:[^:]+]]:
 // CHECK: tdf.call @exp(%{{.*}}) {tdf.last_use = array<i64: 0>}
 // CHECK: scf.yield {tdf.last_use = array<i64: 0>}
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %{{.*}} : tensor<4xf32>
-// CHECK: } {tdf.live_through = ["%arg1"]}
+// CHECK: } {tdf.live_through = ["%[[X]]"]}
 // CHECK: tdf.call @add(%{{.*}}, %{{.*}}) {tdf.last_use = array<i64: 0, 1>}
 func.func @branch(%c: i1, %x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %r = scf.if %c -> tensor<4xf32> {
