@@ -1,4 +1,8 @@
-"""Provable equality of dynamic tensor sizes, for the in-place "fits" rule.
+"""Shapes and layouts: provable equality of dynamic tensor sizes (the
+in-place "fits" rule), and the memref strides One-Shot Bufferize gives a
+tensor (:func:`buffer_strides`) and the slices taken of it
+(:func:`slice_strides`, :func:`inverse_view_strides`), for the kernel
+variants that take a slice where it lies.
 
 Two tensors of one type ``tensor<?x...>`` may have different sizes at run
 time. An operand fits a result of dynamic shape only when every dimension is
