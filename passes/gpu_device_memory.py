@@ -129,7 +129,10 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
         ctx.statistic("transfers-h2d")
         allocs.append(device.operation)
 
-    entry_allocs = [a for a in allocs if a.block == block]
+    # Device buffers of the entry block the body frees itself (a
+    # memref.dealloc made gpu.dealloc) are not freed a second time.
+    entry_allocs = [a for a in allocs if a.block == block
+                    and not any(use.owner.name == "gpu.dealloc" for use in a.results[0].uses)]
     donated = {i for i, d in enumerate(attrs)
                if DONATE_ATTR in d or (WRITABLE_ATTR in d and ir.BoolAttr(d[WRITABLE_ATTR]).value)}
     returns = [op for op in block.operations if op.name == "func.return"]

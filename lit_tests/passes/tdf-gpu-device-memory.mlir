@@ -81,6 +81,27 @@ func.func private @helper(%a: memref<?xf32>, %n: index) {
 
 // -----
 
+// A buffer of an entry function that the body already frees is freed once
+// (the bridge frees only the device buffers nothing else frees).
+// CHECK-LABEL: func.func @frees_its_own
+// CHECK-SAME:  (%[[A:.*]]: memref<8xf32>)
+// CHECK:       %[[DA:.*]] = gpu.alloc () : memref<8xf32>
+// CHECK:       %[[T:.*]] = gpu.alloc () : memref<8xf32>
+// CHECK-NEXT:  linalg.copy {{.*}}ins(%[[DA]] : memref<8xf32>) outs(%[[T]] : memref<8xf32>)
+// CHECK-NEXT:  gpu.dealloc %[[T]] : memref<8xf32>
+// CHECK-NOT:   gpu.dealloc %[[T]]
+// CHECK:       gpu.dealloc %[[DA]] : memref<8xf32>
+// CHECK-NOT:   gpu.dealloc
+// CHECK:       return{{$}}
+func.func @frees_its_own(%a: memref<8xf32>) {
+  %t = memref.alloc() : memref<8xf32>
+  memref.copy %a, %t : memref<8xf32> to memref<8xf32>
+  memref.dealloc %t : memref<8xf32>
+  return
+}
+
+// -----
+
 // Declarations and functions without memrefs are left alone.
 // CHECK-LABEL: func.func private @negative_declaration(memref<4xf32>)
 // CHECK-LABEL: func.func @negative_scalars
