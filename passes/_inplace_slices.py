@@ -24,7 +24,7 @@ from ._kernel_variants import layout_variant, strided_type
 from .analysis.inplace import RESHAPES, InplaceAnalysis, Rejection
 from .analysis.kernels import function_type, is_elementwise_linalg, lookup_symbol
 from .analysis.liveness import is_tensor, op_key
-from .analysis.shapes import inverse_view_strides, slice_strides
+from .analysis.shapes import inverse_view_strides, row_major, slice_strides
 from .registry import PassContext
 
 __all__ = ["rewrite_concats", "rewrite_insert_slices", "slice_plan", "compute_into"]
@@ -63,17 +63,8 @@ def _part_producer(part, concat, module_op, rejections, index):
         return reject("dead", "it is defined in another block; it is copied")
     if len(producer.results) != 1 or not ir.RankedTensorType(part.type).has_static_shape:
         return reject("fits", "only a single static-shaped result is computed into a slice")
-    return slice_plan(producer, _row_major(ir.RankedTensorType(concat.results[0].type).shape),
+    return slice_plan(producer, row_major(ir.RankedTensorType(concat.results[0].type).shape),
                        module_op, reject)
-
-
-def _row_major(shape) -> list[int]:
-    """Row-major (identity layout) strides of a static ``shape``."""
-    strides, stride = [], 1
-    for size in reversed(list(shape)):
-        strides.insert(0, stride)
-        stride *= size
-    return strides
 
 
 def slice_plan(producer, strides, module_op, reject):
