@@ -2,7 +2,7 @@
 // RUN: tdf-opt %s --tdf-insert-inplace --tdf-verify-inplace=strict --tdf-donate \
 // RUN:   --one-shot-bufferize="%one_shot_options" --canonicalize --cse --canonicalize | FileCheck %s --check-prefix=BUF
 
-// In-place coverage cases of issue 13 (JIT versions against numpy, in-place
+// In-place coverage cases (JIT versions against numpy, in-place
 // on and off: tests/test_inplace_coverage.py).
 //
 // 1. A write and a later read of provably disjoint static slices of one
@@ -98,8 +98,9 @@ func.func @disjoint_old_value_after_insert(%A: tensor<8x8xf32> {tdf.donate}) -> 
 
 // Rows 2..5 overlap the rows 0..3 written: nothing is rebased, no call in place.
 // CHECK-LABEL: func.func @negative_overlapping_read(
+// CHECK-SAME:  %[[A:[^:]*]]: {{[^,)]*}}
 // CHECK: tdf.call @inc(
-// CHECK: tensor.extract_slice %arg0[2, 0] [4, 8] [1, 1]
+// CHECK: tensor.extract_slice %[[A]][2, 0] [4, 8] [1, 1]
 func.func @negative_overlapping_read(%A: tensor<8x8xf32> {tdf.donate}) -> (tensor<8x8xf32>, tensor<4x8xf32>) {
   %w = tensor.extract_slice %A[0, 0] [4, 8] [1, 1] : tensor<8x8xf32> to tensor<4x8xf32>
   %z = tdf.call @inc(%w) : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -111,8 +112,9 @@ func.func @negative_overlapping_read(%A: tensor<8x8xf32> {tdf.donate}) -> (tenso
 
 // A dynamic offset is not provably disjoint.
 // CHECK-LABEL: func.func @negative_dynamic_read(
+// CHECK-SAME:  %[[A:[^:]*]]: {{[^,)]*}}, %[[I:[^:]*]]: {{[^,)]*}}
 // CHECK: tdf.call @inc(
-// CHECK: tensor.extract_slice %arg0[%arg1, 0] [4, 8] [1, 1]
+// CHECK: tensor.extract_slice %[[A]][%[[I]], 0] [4, 8] [1, 1]
 func.func @negative_dynamic_read(%A: tensor<8x8xf32> {tdf.donate}, %i: index) -> (tensor<8x8xf32>, tensor<4x8xf32>) {
   %w = tensor.extract_slice %A[0, 0] [4, 8] [1, 1] : tensor<8x8xf32> to tensor<4x8xf32>
   %z = tdf.call @inc(%w) : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -124,8 +126,9 @@ func.func @negative_dynamic_read(%A: tensor<8x8xf32> {tdf.donate}, %i: index) ->
 
 // %A itself is still read (returned) after the write: nothing is rebased.
 // CHECK-LABEL: func.func @negative_whole_read_after(
+// CHECK-SAME:  %[[A:[^:]*]]: {{[^,)]*}}
 // CHECK: tdf.call @inc(
-// CHECK: tensor.extract_slice %arg0[4, 0] [4, 8] [1, 1]
+// CHECK: tensor.extract_slice %[[A]][4, 0] [4, 8] [1, 1]
 func.func @negative_whole_read_after(%A: tensor<8x8xf32> {tdf.donate}) -> (tensor<8x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>) {
   %w = tensor.extract_slice %A[0, 0] [4, 8] [1, 1] : tensor<8x8xf32> to tensor<4x8xf32>
   %z = tdf.call @inc(%w) : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -136,7 +139,8 @@ func.func @negative_whole_read_after(%A: tensor<8x8xf32> {tdf.donate}) -> (tenso
 }
 
 // CHECK-LABEL: func.func @slice_of_slice(
-// CHECK: %[[BLOCK:.*]] = tensor.extract_slice %arg0[0, 0] [8, 4] [1, 1]
+// CHECK-SAME:  %[[A:[^:]*]]: {{[^,)]*}}
+// CHECK: %[[BLOCK:.*]] = tensor.extract_slice %[[A]][0, 0] [8, 4] [1, 1]
 // CHECK: %[[PART:.*]] = tensor.extract_slice %[[BLOCK]][2, 0] [2, 4] [1, 1]
 // CHECK: tdf.call_inplace @inc24_inplace_strided(%[[PART]]) inplace [0]
 // BUF-LABEL: func.func @slice_of_slice(
@@ -184,9 +188,10 @@ func.func @negative_slice_of_slice_block_read(%A: tensor<8x8xf32> {tdf.donate}) 
 //    row while the part is still read).
 #id = affine_map<(d0) -> (d0)>
 // CHECK-LABEL: func.func @part_read_again(
-// CHECK: %[[ROW:.*]] = tensor.extract_slice %arg0[1, 0] [1, 8] [1, 1]
+// CHECK-SAME:  %[[A:[^:]*]]: {{[^,)]*}}
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %[[A]][1, 0] [1, 8] [1, 1]
 // CHECK: %[[PART:.*]] = linalg.generic {{.*}} outs(%[[ROW]] : tensor<8xf32>)
-// CHECK: tensor.insert_slice %[[PART]] into %arg0[1, 0] [1, 8] [1, 1]
+// CHECK: tensor.insert_slice %[[PART]] into %[[A]][1, 0] [1, 8] [1, 1]
 // CHECK: linalg.generic {{.*}} ins(%[[PART]] : tensor<8xf32>)
 // BUF-LABEL: func.func @part_read_again(
 // BUF-NOT: memref.copy
