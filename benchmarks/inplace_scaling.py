@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     result = measure(sizes, reps)
     result.update({
         "mode": "tiny" if ns.tiny else "full",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "python": platform.python_version(),
                     "cpus": os.cpu_count()},
         "reps": reps,

@@ -1,8 +1,8 @@
 # lit configuration of tdf's FileCheck tests.
+import importlib.util
 import os
 import shutil
 import sys
-import importlib.util
 
 import lit.formats
 

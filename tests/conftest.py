@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 import tdf
+
 # in-place rewrite off and on (tdf-insert-inplace).
 INPLACE_MODES = [
     pytest.param(False, id="inplace-off"),

@@ -286,14 +286,13 @@ class KernelBuilder:
         names = [self.fresh("in") for _ in ins]
         olds = [self.fresh("out") for _ in outs]
         lines, exprs = [], []
-        for j, old in zip(outs, olds):
+        for j in outs:
             leaves = [("arg", k) for k in range(len(ins))] + ([("old", outs.index(j))] if reads_old[j] else [])
             expr = self.random_expr(leaves, depth=2)
             if reduction:
                 expr = ("add", ("old", outs.index(j)), expr)
             exprs.append(expr)
         body = []
-        values = {}
 
         def emit(expr):
             if expr[0] == "arg":
@@ -311,7 +310,6 @@ class KernelBuilder:
             return name
 
         results = [emit(e) for e in exprs]
-        consts = {}
         operand_names = []
         for kind, value, _ in ins:
             if kind == "const":
@@ -517,7 +515,6 @@ def random_program(rng, name: str) -> Program:
 
     # Arguments come first in the value list: create them lazily but keep
     # their indices stable by numbering values as they are created.
-    order = []  # value index -> position in the reference's value list
     for c in range(int(rng.integers(1, 4))):
         kernel = kernels[int(rng.integers(len(kernels)))]
         operands = []

@@ -14,6 +14,9 @@ The timings themselves live in ``benchmarks/compile_scaling.py``.
 
 from __future__ import annotations
 
+# benchmarks/programs.py, loaded by path: putting benchmarks/ first on
+# sys.path would shadow the test corpus package tests/programs.
+import importlib.util  # noqa: E402
 import os
 import re
 import sys
@@ -22,10 +25,6 @@ import numpy as np
 import pytest
 
 import tdf
-
-# benchmarks/programs.py, loaded by path: putting benchmarks/ first on
-# sys.path would shadow the test corpus package tests/programs.
-import importlib.util  # noqa: E402
 
 _SPEC = importlib.util.spec_from_file_location(
     "benchmark_programs",

@@ -7,14 +7,13 @@ import importlib.util
 import os
 
 import pytest
+from inplace_invariant import corpus_package
+from mlir import ir
 
 import tdf
-from mlir import ir
 from tdf.passes import insert_inplace, verify_inplace
 from tdf.passes.analysis import alias as alias_mod
 from tdf.passes.analysis import liveness
-
-from inplace_invariant import corpus_package
 
 kv_row_kernel = corpus_package().kv_row_kernel
 
@@ -205,8 +204,8 @@ def test_concat_of_calls_jit_matches_jax(inplace):
     """Concat of tdf.call parts computed into the final buffer (strided kernel
     variant): the JIT result equals JAX, and with inplace on nothing is copied
     and only the result is allocated."""
-    import numpy as np
     import jax.numpy as jnp
+    import numpy as np
 
     rng = np.random.default_rng(3)
     ys = [rng.uniform(0.5, 2.0, (1, 8)).astype(np.float32) for _ in range(3)]
@@ -280,8 +279,8 @@ def test_insert_slice_parts_jit_matches_jax(inplace):
     op, through expand_shape): JIT equals JAX, the inputs are unchanged, and
     with inplace on each row is computed in the result: no copy, only the
     result allocated."""
-    import numpy as np
     import jax.numpy as jnp
+    import numpy as np
 
     rng = np.random.default_rng(5)
     ys = [rng.uniform(0.5, 2.0, (8,)).astype(np.float32) for _ in range(3)]
@@ -312,8 +311,8 @@ def test_kv_row_by_kernel_jit_matches_jax(inplace, donate):
     """A cache row computed by a kernel: with a donated cache and inplace on
     the kernel writes the cache row itself (no copy, nothing allocated);
     a non-donated cache is never written (it is copied) and stays unchanged."""
-    import numpy as np
     import jax.numpy as jnp
+    import numpy as np
     from jax import lax
 
     text = KV_ROW_KERNEL if donate else KV_ROW_KERNEL.replace(" {tdf.donate}", "")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-
 from inplace_invariant import added_violations, corpus_package
 
 PROGRAMS = corpus_package().PROGRAMS

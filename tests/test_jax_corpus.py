@@ -5,9 +5,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from jax_programs import PROGRAMS
 
 import tdf.jax
-from jax_programs import PROGRAMS
 
 
 def _compare(ours, ref, name):

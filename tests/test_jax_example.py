@@ -25,6 +25,7 @@ def test_example_main_succeeds(capsys):
 
 def test_decode_step_matches_eager_jax_and_updates_caches_in_place():
     import jax
+
     import tdf.jax
 
     cfg = example.Config(layers=1, seq=16)

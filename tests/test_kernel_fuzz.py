@@ -20,13 +20,12 @@ from __future__ import annotations
 import os
 import time
 
+import kernel_fuzz
 import numpy as np
 import pytest
-
-import tdf
 from mlir import ir
 
-import kernel_fuzz
+import tdf
 
 LONG = os.environ.get("TDF_LONG") == "1"
 PROGRAMS = int(os.environ.get("TDF_KERNEL_FUZZ_PROGRAMS", "10000" if LONG else "48"))

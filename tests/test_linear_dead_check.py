@@ -11,7 +11,6 @@ with the program, and the decisions, which must not change.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import tdf

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import INPLACE_MODES
+from programs import NAMES, PROGRAMS
 
 import tdf
 from tdf.oracle import OracleMismatch, OracleProgram, check
-
-from conftest import INPLACE_MODES
-from programs import NAMES, PROGRAMS
 
 
 @pytest.mark.parametrize("inplace", INPLACE_MODES)

@@ -15,15 +15,12 @@ import os
 
 import jax.numpy as jnp
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from inplace_invariant import added_violations
 
 import tdf
 from tdf.oracle import compare
-
-from inplace_invariant import added_violations
-
 
 LONG = os.environ.get("TDF_LONG") == "1"
 EXAMPLES = int(os.environ.get("TDF_PROPERTY_EXAMPLES", "2000" if LONG else "40"))
@@ -129,8 +126,6 @@ def programs(draw):
 
     def reference(*args):
         env = {f"%arg{i}": a for i, a in enumerate(args)}
-        for op in ops:
-            pass
         for (name, _), op in zip(values[nargs:], ops):
             if op[0] == "binary":
                 env[name] = BINARY[op[1]][1](env[op[2]], env[op[3]])

@@ -24,31 +24,31 @@ def _program(kinds, consts) -> str:
         if kind == "if":
             lines += [
                 f"  %v{i} = scf.if %flag -> tensor<8xf32> {{",
-                f"    %e = tensor.empty() : tensor<8xf32>",
+                "    %e = tensor.empty() : tensor<8xf32>",
                 f"    %m = linalg.map ins({v} : tensor<8xf32>) outs(%e : tensor<8xf32>)",
-                f"      (%a: f32, %o: f32) {{",
+                "      (%a: f32, %o: f32) {",
                 f"        %r = arith.addf %a, %k{i} : f32",
-                f"        linalg.yield %r : f32",
-                f"      }}",
-                f"    scf.yield %m : tensor<8xf32>",
-                f"  }} else {{",
-                f"    %e = tensor.empty() : tensor<8xf32>",
+                "        linalg.yield %r : f32",
+                "      }",
+                "    scf.yield %m : tensor<8xf32>",
+                "  } else {",
+                "    %e = tensor.empty() : tensor<8xf32>",
                 f"    %m = linalg.map ins({v} : tensor<8xf32>) outs(%e : tensor<8xf32>)",
-                f"      (%a: f32, %o: f32) {{",
+                "      (%a: f32, %o: f32) {",
                 f"        %r = arith.mulf %a, %k{i} : f32",
-                f"        linalg.yield %r : f32",
-                f"      }}",
-                f"    scf.yield %m : tensor<8xf32>",
-                f"  }}",
+                "        linalg.yield %r : f32",
+                "      }",
+                "    scf.yield %m : tensor<8xf32>",
+                "  }",
             ]
         else:
             lines += [
                 f"  %v{i} = scf.for %j = %c0 to %n step %c1 iter_args(%acc = {v}) -> tensor<8xf32> {{",
-                f"    %s = tensor.extract %acc[%j] : tensor<8xf32>",
+                "    %s = tensor.extract %acc[%j] : tensor<8xf32>",
                 f"    %t = arith.subf %s, %k{i} : f32",
-                f"    %u = tensor.insert %t into %acc[%j] : tensor<8xf32>",
-                f"    scf.yield %u : tensor<8xf32>",
-                f"  }}",
+                "    %u = tensor.insert %t into %acc[%j] : tensor<8xf32>",
+                "    scf.yield %u : tensor<8xf32>",
+                "  }",
             ]
         v = f"%v{i}"
     lines += [f"  return {v} : tensor<8xf32>", "}"]

@@ -25,8 +25,8 @@ def build_call_and_call_inplace():
         tensor = ir.RankedTensorType.get([4], f32)
         memref = ir.MemRefType.get([4], f32)
         with ir.InsertionPoint(module.body):
-            add = func.FuncOp("add", ([memref, memref, memref], []), visibility="private")
-            add_inplace = func.FuncOp("add_inplace", ([memref, memref], []), visibility="private")
+            func.FuncOp("add", ([memref, memref, memref], []), visibility="private")
+            func.FuncOp("add_inplace", ([memref, memref], []), visibility="private")
             step = func.FuncOp("step", ([tensor, tensor], [tensor]))
             with ir.InsertionPoint(step.add_entry_block()):
                 x, y = step.arguments

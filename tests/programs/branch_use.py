@@ -1,8 +1,8 @@
 """A value read inside one branch of an scf.if after a call that could reuse
 it: liveness must count uses in nested regions, in either branch."""
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 from tdf.oracle import OracleProgram
 

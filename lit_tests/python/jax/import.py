@@ -4,9 +4,9 @@ clamped dynamic slices, guarded scatter windows, scan/while carries as loop
 arguments, argmax ties/NaN and the copy of an update that aliases its
 destination."""
 
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
-import jax.numpy as jnp
 
 import tdf.jax
 
