@@ -78,6 +78,103 @@ def programs(draw):
     return ops, donate, seed
 
 
+def _value_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
+    """One op of the first group (element-wise, reductions, shape ops): (value, exact) or None."""
+    if name in UNARY:
+        r, ex = UNARY[name](a), False
+    elif name in EXACT_UNARY:
+        r, ex = EXACT_UNARY[name](e), True
+    elif name in BINARY:
+        r, ex = BINARY[name](a, b), False
+    elif name in EXACT_BINARY:
+        r, ex = EXACT_BINARY[name](e, e2), True
+    elif name == "sum":
+        r, ex = a + jnp.sum(a, axis=s % 2, keepdims=True), False
+    elif name == "max_reduce":
+        r, ex = jnp.broadcast_to(jnp.max(e, axis=s % 2, keepdims=True), (R, C)), True
+    elif name == "argmax":
+        am = jnp.argmax(e, axis=1).astype(jnp.float32)
+        r, ex = e + am[:, None], True
+    elif name == "dot":
+        r, ex = (a @ b.T) @ a * 0.25, False
+    elif name == "transpose":
+        r, ex = jnp.tile(a.T, (1, 2))[:R, :C] if R <= C else a, a_exact
+    elif name == "reverse":
+        r, ex = a[::-1, ::-1], a_exact
+    elif name == "slice_pad":
+        r, ex = jnp.pad(a[1:, : C - 1], ((0, 1), (1, 0)), constant_values=s), a_exact
+    elif name == "concat":
+        r, ex = jnp.concatenate([a[:, :2], b[:, 1:3]], axis=1), a_exact and b_exact
+    else:
+        return None
+    return r, ex
+
+
+def _structured_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
+    """One op of the second group (scans, loops, indexing, scatters): (value, exact) or None."""
+    if name == "cumsum":
+        r, ex = jnp.cumsum(a, axis=s % 2), False
+    elif name == "dyn_slice":
+        piece = lax.dynamic_slice(a, (k + s, s), (2, 2))
+        r, ex = jnp.tile(piece, (2, 2))[:R, :C], a_exact
+    elif name == "dyn_update":
+        r, ex = lax.dynamic_update_slice(a, b[:2, :3], (k, s)), a_exact and b_exact
+    elif name == "gather":
+        rows = a[idx % 7 - 2]  # out-of-range and negative rows (clamped)
+        r, ex = jnp.resize(rows, (R, C)), a_exact
+    elif name == "scatter_set":
+        r, ex = a.at[idx[:2] + s].set(b[:2], mode="drop"), a_exact and b_exact
+    elif name == "scatter_add":
+        r, ex = a.at[idx[:R] + s].add(b, mode="drop"), False
+    elif name == "int_ops":
+        ia = (e * 3).astype(jnp.int32)
+        d = ia // (jnp.abs(ia) % 3 + 1) + ia % 3 - (ia >> 1) + jnp.argmin(ia, 1)[:, None]
+        r, ex = d.astype(jnp.float32), True
+    elif name == "fori":
+        r = lax.fori_loop(0, abs(s) + 1, lambda t, v: v * 0.5 + b[t % R], a)
+        ex = False
+    elif name == "cond":
+        r = lax.cond(k > s, lambda v: v + 1.0, lambda v: v * 2.0, a)
+        ex = a_exact
+    elif name == "reshape":
+        r, ex = a.reshape(C, R).T.reshape(R, C), a_exact
+    elif name == "broadcast_row":
+        r, ex = jnp.broadcast_to(a[s % R], (R, C)) + jnp.float32(s), a_exact
+    elif name == "scan":
+        def row(c, x_row):
+            c = jnp.tanh(c * 0.5 + x_row)
+            return c, c * 2.0
+        _, ys = lax.scan(row, a[0], b, reverse=s % 2 == 1)
+        r, ex = ys, False
+    elif name == "while":
+        def cond(st):
+            return jnp.logical_and(st[0] < 5, jnp.max(jnp.abs(st[1])) < 50.0)
+        r = lax.while_loop(cond, lambda st: (st[0] + 1, st[1] * 1.5 + 0.25),
+                           (0, e))[1]
+        ex = False
+    elif name == "lax_pad":
+        r = lax.pad(a, jnp.float32(s), ((1, -1, 0), (-2, 1, 1)))
+        r, ex = jnp.resize(r, (R, C)), a_exact
+    elif name == "batched_dot":
+        r = jnp.einsum("rc,rd->rcd", a, b).sum(-1) * 0.1 + jnp.einsum("rc,qc->rq", a, b)[:, :1]
+        ex = False
+    elif name == "cummax":
+        r, ex = lax.cummax(e, axis=s % 2, reverse=s < 0), True
+    elif name == "take_fill":
+        r = jnp.take(e, idx[:R] + s, axis=0, mode="fill", fill_value=-7.0)
+        ex = True
+    elif name == "select3":
+        which = jnp.clip(idx[:R] + s, 0, 2)[:, None] * jnp.ones((R, C), jnp.int32)
+        r, ex = lax.select_n(which, a, b, a * b), a_exact and b_exact
+    elif name == "bf16_round":
+        r, ex = e.astype(jnp.bfloat16).astype(jnp.float32), True
+    elif name == "loop_updates":
+        r = lax.fori_loop(0, R, lambda t, v: v.at[t, (t + s) % C].set(b[t, 0]), a)
+        ex = a_exact and b_exact
+    else:
+        return None
+    return r, ex
+
 def _interpret(ops):
     """The JAX function of a program: a pool of (value, exact) pairs, each op
     appends one [R, C] float32 value built from earlier ones."""
@@ -90,93 +187,12 @@ def _interpret(ops):
             b, b_exact = pool[j % len(pool)]
             exact_a = [v for v, e in pool if e]
             e = exact_a[i % len(exact_a)]
-            if name in UNARY:
-                r, ex = UNARY[name](a), False
-            elif name in EXACT_UNARY:
-                r, ex = EXACT_UNARY[name](e), True
-            elif name in BINARY:
-                r, ex = BINARY[name](a, b), False
-            elif name in EXACT_BINARY:
-                e2 = exact_a[j % len(exact_a)]
-                r, ex = EXACT_BINARY[name](e, e2), True
-            elif name == "sum":
-                r, ex = a + jnp.sum(a, axis=s % 2, keepdims=True), False
-            elif name == "max_reduce":
-                r, ex = jnp.broadcast_to(jnp.max(e, axis=s % 2, keepdims=True), (R, C)), True
-            elif name == "argmax":
-                am = jnp.argmax(e, axis=1).astype(jnp.float32)
-                r, ex = e + am[:, None], True
-            elif name == "dot":
-                r, ex = (a @ b.T) @ a * 0.25, False
-            elif name == "transpose":
-                r, ex = jnp.tile(a.T, (1, 2))[:R, :C] if R <= C else a, a_exact
-            elif name == "reverse":
-                r, ex = a[::-1, ::-1], a_exact
-            elif name == "slice_pad":
-                r, ex = jnp.pad(a[1:, : C - 1], ((0, 1), (1, 0)), constant_values=s), a_exact
-            elif name == "concat":
-                r, ex = jnp.concatenate([a[:, :2], b[:, 1:3]], axis=1), a_exact and b_exact
-            elif name == "cumsum":
-                r, ex = jnp.cumsum(a, axis=s % 2), False
-            elif name == "dyn_slice":
-                piece = lax.dynamic_slice(a, (k + s, s), (2, 2))
-                r, ex = jnp.tile(piece, (2, 2))[:R, :C], a_exact
-            elif name == "dyn_update":
-                r, ex = lax.dynamic_update_slice(a, b[:2, :3], (k, s)), a_exact and b_exact
-            elif name == "gather":
-                rows = a[idx % 7 - 2]  # out-of-range and negative rows (clamped)
-                r, ex = jnp.resize(rows, (R, C)), a_exact
-            elif name == "scatter_set":
-                r, ex = a.at[idx[:2] + s].set(b[:2], mode="drop"), a_exact and b_exact
-            elif name == "scatter_add":
-                r, ex = a.at[idx[:R] + s].add(b, mode="drop"), False
-            elif name == "int_ops":
-                ia = (e * 3).astype(jnp.int32)
-                d = ia // (jnp.abs(ia) % 3 + 1) + ia % 3 - (ia >> 1) + jnp.argmin(ia, 1)[:, None]
-                r, ex = d.astype(jnp.float32), True
-            elif name == "fori":
-                r = lax.fori_loop(0, abs(s) + 1, lambda t, v: v * 0.5 + b[t % R], a)
-                ex = False
-            elif name == "cond":
-                r = lax.cond(k > s, lambda v: v + 1.0, lambda v: v * 2.0, a)
-                ex = a_exact
-            elif name == "reshape":
-                r, ex = a.reshape(C, R).T.reshape(R, C), a_exact
-            elif name == "broadcast_row":
-                r, ex = jnp.broadcast_to(a[s % R], (R, C)) + jnp.float32(s), a_exact
-            elif name == "scan":
-                def row(c, x_row):
-                    c = jnp.tanh(c * 0.5 + x_row)
-                    return c, c * 2.0
-                _, ys = lax.scan(row, a[0], b, reverse=s % 2 == 1)
-                r, ex = ys, False
-            elif name == "while":
-                def cond(st):
-                    return jnp.logical_and(st[0] < 5, jnp.max(jnp.abs(st[1])) < 50.0)
-                r = lax.while_loop(cond, lambda st: (st[0] + 1, st[1] * 1.5 + 0.25),
-                                   (0, e))[1]
-                ex = False
-            elif name == "lax_pad":
-                r = lax.pad(a, jnp.float32(s), ((1, -1, 0), (-2, 1, 1)))
-                r, ex = jnp.resize(r, (R, C)), a_exact
-            elif name == "batched_dot":
-                r = jnp.einsum("rc,rd->rcd", a, b).sum(-1) * 0.1 + jnp.einsum("rc,qc->rq", a, b)[:, :1]
-                ex = False
-            elif name == "cummax":
-                r, ex = lax.cummax(e, axis=s % 2, reverse=s < 0), True
-            elif name == "take_fill":
-                r = jnp.take(e, idx[:R] + s, axis=0, mode="fill", fill_value=-7.0)
-                ex = True
-            elif name == "select3":
-                which = jnp.clip(idx[:R] + s, 0, 2)[:, None] * jnp.ones((R, C), jnp.int32)
-                r, ex = lax.select_n(which, a, b, a * b), a_exact and b_exact
-            elif name == "bf16_round":
-                r, ex = e.astype(jnp.bfloat16).astype(jnp.float32), True
-            elif name == "loop_updates":
-                r = lax.fori_loop(0, R, lambda t, v: v.at[t, (t + s) % C].set(b[t, 0]), a)
-                ex = a_exact and b_exact
-            else:  # pragma: no cover
+            e2 = exact_a[j % len(exact_a)]
+            args = (name, a, b, e, e2, s, k, idx, a_exact, b_exact)
+            got = _value_op(*args) or _structured_op(*args)
+            if got is None:  # pragma: no cover
                 raise AssertionError(name)
+            r, ex = got
             r = r.astype(jnp.float32)
             pool.append((r, ex))
             outs.append(r)

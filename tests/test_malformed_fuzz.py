@@ -98,20 +98,26 @@ _ATTRS = ["{tdf.donate}", "{tdf.donate = 1}", "{tdf.elementwise}", "{bufferizati
           "{tdf.donate, bufferization.writable = false}", "{tdf.inplace_ok = array<i64: 0>}"]
 
 
-def _mutate_once(text: str, rng: random.Random, seeds: list[str]) -> str:
-    lines = text.split("\n")
-    kind = rng.randrange(20)
-    if kind == 0 and len(lines) > 1:  # delete a line
+def _mutate_lines(kind: int, lines: list[str], rng: random.Random, seeds: list[str]) -> None:
+    """Line mutations, in place on ``lines``."""
+    if kind == 0:  # delete a line
         del lines[rng.randrange(len(lines))]
-    elif kind == 1 and lines:  # duplicate a line
+    elif kind == 1:  # duplicate a line
         i = rng.randrange(len(lines))
         lines.insert(rng.randrange(len(lines) + 1), lines[i])
-    elif kind == 2 and len(lines) > 1:  # swap two lines
+    elif kind == 2:  # swap two lines
         i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
         lines[i], lines[j] = lines[j], lines[i]
-    elif kind == 3:  # truncate
+    elif kind == 14:  # splice a line from another seed
+        other = rng.choice(seeds).split("\n")
+        lines.insert(rng.randrange(len(lines) + 1), rng.choice(other))
+
+
+def _mutate_tokens(kind: int, text: str, rng: random.Random) -> str | None:
+    """Character and token mutations: the new text, or None for no change."""
+    if kind == 3:  # truncate
         return text[: rng.randrange(len(text) + 1)]
-    elif kind == 4 and text:  # delete a span
+    elif kind == 4:  # delete a span
         i = rng.randrange(len(text))
         return text[:i] + text[i + rng.randrange(1, 12):]
     elif kind == 5:  # insert noise
@@ -146,7 +152,12 @@ def _mutate_once(text: str, rng: random.Random, seeds: list[str]) -> str:
             new = "inplace [" + ", ".join(str(rng.choice([-2, -1, 0, 1, 2, 7]))
                                           for _ in range(rng.randrange(0, 4))) + "]"
             return text[: m.start()] + new + text[m.end():]
-    elif kind == 11:  # add an attribute after an SSA name / type
+    return None
+
+
+def _mutate_structure(kind: int, text: str, rng: random.Random) -> str | None:
+    """Attribute, name and structure mutations (any other kind removes a terminator): the new text, or None."""
+    if kind == 11:  # add an attribute after an SSA name / type
         found = list(re.finditer(r"(%\w+: [^,)]+?)(?=[,)])", text))
         if found:
             m = rng.choice(found)
@@ -162,9 +173,6 @@ def _mutate_once(text: str, rng: random.Random, seeds: list[str]) -> str:
         if names and uses:
             m = rng.choice(uses)
             return text[: m.start()] + rng.choice(names + ["%undefined", "%0"]) + text[m.end():]
-    elif kind == 14:  # splice a line from another seed
-        other = rng.choice(seeds).split("\n")
-        lines.insert(rng.randrange(len(lines) + 1), rng.choice(other))
     elif kind == 15:  # deep nesting
         depth = rng.choice([100, 1000, 2100, 5000, 20000])
         piece = rng.choice([("[" * depth + "]" * depth), ("tuple<" * depth + "i32" + ">" * depth),
@@ -189,7 +197,22 @@ def _mutate_once(text: str, rng: random.Random, seeds: list[str]) -> str:
         if found:
             m = rng.choice(found)
             return text[: m.start()] + text[m.end():]
-    return "\n".join(lines)
+    return None
+
+
+def _mutate_once(text: str, rng: random.Random, seeds: list[str]) -> str:
+    lines = text.split("\n")
+    kind = rng.randrange(20)
+    # A kind whose precondition fails falls through to the last kind.
+    applies = {0: len(lines) > 1, 1: bool(lines), 2: len(lines) > 1, 4: bool(text)}
+    if not applies.get(kind, True):
+        kind = 19
+    if kind in (0, 1, 2, 14):
+        _mutate_lines(kind, lines, rng, seeds)
+        return "\n".join(lines)
+    mutate_text = _mutate_tokens if 3 <= kind <= 10 else _mutate_structure
+    new = mutate_text(kind, text, rng)
+    return text if new is None else new
 
 
 def mutate(text: str, rng: random.Random, seeds: list[str]) -> str:
