@@ -128,7 +128,6 @@ __attribute__((noinline)) bool invokeGuarded(PackedFn fn, void **args) {
   return false;
 }
 
-
 //===----------------------------------------------------------------------===//
 // Caching allocator for large buffers
 //===----------------------------------------------------------------------===//
@@ -228,9 +227,8 @@ size_t sizeClass(size_t bytes) {
 }
 
 void *allocateBlock(size_t bytes, size_t alignment) {
-  size_t base = std::max<size_t>(alignment, bytes >= 2 * kHugePageBytes
-                                                ? kHugePageBytes
-                                                : 4096);
+  size_t base = std::max<size_t>(
+      alignment, bytes >= 2 * kHugePageBytes ? kHugePageBytes : 4096);
   void *pointer = nullptr;
   if (posix_memalign(&pointer, base, bytes) != 0)
     return nullptr;
@@ -238,7 +236,8 @@ void *allocateBlock(size_t bytes, size_t alignment) {
   // Like numpy's large arrays: transparent huge pages where the system
   // allows them on request, so a first touch faults 2 MiB at a time.
   if (bytes >= 2 * kHugePageBytes) {
-    uintptr_t low = ((uintptr_t)pointer + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+    uintptr_t low =
+        ((uintptr_t)pointer + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
     uintptr_t high = ((uintptr_t)pointer + bytes) & ~(kHugePageBytes - 1);
     if (high > low)
       madvise(reinterpret_cast<void *>(low), high - low, MADV_HUGEPAGE);
@@ -267,7 +266,8 @@ size_t releaseCached() {
 
 /// Evicts the least recently freed blocks until `incoming` more bytes fit
 /// under the limit (lock held; the evicted blocks are freed by the caller).
-void evictFor(AllocatorState &s, size_t incoming, std::vector<void *> &evicted) {
+void evictFor(AllocatorState &s, size_t incoming,
+              std::vector<void *> &evicted) {
   while (!s.cached.empty() && s.cachedBytes + incoming > s.limit) {
     auto oldest = s.cached.begin();
     for (auto it = s.cached.begin(); it != s.cached.end(); ++it)
@@ -482,7 +482,8 @@ struct Site {
 
 void freeCapsule(PyObject *capsule) {
   void *pointer = PyCapsule_GetPointer(capsule, "tdf.buffer");
-  auto freeFn = reinterpret_cast<void (*)(void *)>(PyCapsule_GetContext(capsule));
+  auto freeFn =
+      reinterpret_cast<void (*)(void *)>(PyCapsule_GetContext(capsule));
   if (pointer && freeFn)
     freeFn(pointer);
 }
@@ -509,12 +510,12 @@ void freeKeptCapsule(PyObject *capsule) {
 
 class NativeEntry {
 public:
-  NativeEntry(std::string name, uintptr_t address,
-              const std::vector<nb::tuple> &params,
-              const std::vector<nb::tuple> &results, uintptr_t freeAddress,
-              const std::vector<std::tuple<std::string, std::string, std::string,
-                                           std::string, int64_t>> &sites,
-              bool sharedState)
+  NativeEntry(
+      std::string name, uintptr_t address, const std::vector<nb::tuple> &params,
+      const std::vector<nb::tuple> &results, uintptr_t freeAddress,
+      const std::vector<std::tuple<std::string, std::string, std::string,
+                                   std::string, int64_t>> &sites,
+      bool sharedState)
       : name(std::move(name)), fn(reinterpret_cast<PackedFn>(address)),
         freeFn(reinterpret_cast<void (*)(void *)>(freeAddress)),
         sharedState(sharedState) {
@@ -543,7 +544,8 @@ public:
           result.info.descr = reinterpret_cast<PyArray_Descr *>(r[1].ptr());
           size_t size = (size_t)PyDataType_ELSIZE(result.info.descr);
           if (size != 1 && size != 2 && size != 4 && size != 8)
-            throw nb::value_error("NativeEntry: unsupported scalar result size");
+            throw nb::value_error(
+                "NativeEntry: unsupported scalar result size");
           bytes = (bytes + size - 1) / size * size;
           result.byteOffset = bytes;
           bytes += size;
@@ -583,9 +585,9 @@ public:
     }
     storageWord = words;
     size_t slots = this->params.size() + (resultWords ? 1 : 0);
-    words += slots;         // storage (descriptor pointers / scalar values)
+    words += slots; // storage (descriptor pointers / scalar values)
     pointerWord = words;
-    words += slots;         // argument pointers
+    words += slots; // argument pointers
     frameWords = words;
     // The template: static sizes and strides of every descriptor.
     frameTemplate.assign(frameWords, 0);
@@ -745,8 +747,8 @@ bool NativeEntry::storeScalar(PyObject *self, size_t index, PyObject *value,
   }
   // Anything else: Python converts (or raises) and returns the bytes of
   // the C value.
-  PyObject *bytes = PyObject_CallMethod(self, "_slow_scalar", "nO",
-                                        (Py_ssize_t)index, value);
+  PyObject *bytes =
+      PyObject_CallMethod(self, "_slow_scalar", "nO", (Py_ssize_t)index, value);
   if (!bytes)
     return false;
   char *data;
@@ -793,8 +795,9 @@ PyObject *NativeEntry::raiseFailure(const Failure &failure) const {
     return nullptr;
   }
   if (site && site->kind == "index")
-    message += "index " + std::to_string(v[0]) + " is out of bounds for dimension " +
-               dim + " of size " + std::to_string(v[3]);
+    message += "index " + std::to_string(v[0]) +
+               " is out of bounds for dimension " + dim + " of size " +
+               std::to_string(v[3]);
   else
     message += "slice offset " + std::to_string(v[0]) + ", size " +
                std::to_string(v[1]) + ", stride " + std::to_string(v[2]) +
@@ -825,7 +828,8 @@ PyObject *NativeEntry::collect(PyObject *self, PyObject *const *arrays,
     } else if (result.scalar) {
       // A numpy scalar of the result's dtype, read from the result area.
       if (ok) {
-        const char *data = reinterpret_cast<const char *>(frame) + result.byteOffset;
+        const char *data =
+            reinterpret_cast<const char *>(frame) + result.byteOffset;
         alignas(8) char value[8] = {0};
         size_t size = (size_t)PyDataType_ELSIZE(result.info.descr);
         std::memcpy(value, data, size);
@@ -882,9 +886,9 @@ PyObject *NativeEntry::collect(PyObject *self, PyObject *const *arrays,
         if (nbytes)
           data = reinterpret_cast<char *>(desc[1]) +
                  desc[2] * PyDataType_ELSIZE(descr);
-        array = PyArray_NewFromDescr(
-            &PyArray_Type, descr, (int)rank, const_cast<npy_intp *>(dims),
-            nullptr, data, NPY_ARRAY_CARRAY, nullptr);
+        array = PyArray_NewFromDescr(&PyArray_Type, descr, (int)rank,
+                                     const_cast<npy_intp *>(dims), nullptr,
+                                     data, NPY_ARRAY_CARRAY, nullptr);
         if (array && data) {
           Py_INCREF(owner);
           if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject *>(array),
@@ -1024,9 +1028,8 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
         auto *array = reinterpret_cast<PyArrayObject *>(checked);
         if (!PyArray_Check(checked) ||
             !(PyArray_FLAGS(array) & NPY_ARRAY_C_CONTIGUOUS) ||
-            (param.info.dynamic
-                 ? !fitsDynamic(param.info, array)
-                 : PyArray_NBYTES(array) != param.info.nbytes)) {
+            (param.info.dynamic ? !fitsDynamic(param.info, array)
+                                : PyArray_NBYTES(array) != param.info.nbytes)) {
           release();
           PyErr_Format(PyExc_SystemError,
                        "@%s: argument #%zu: the argument check returned an "
@@ -1071,8 +1074,7 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
   std::vector<int64_t> resultCopy;
   bool ok;
   Failure failure;
-  Py_BEGIN_ALLOW_THREADS
-  std::unique_lock<std::mutex> lock;
+  Py_BEGIN_ALLOW_THREADS std::unique_lock<std::mutex> lock;
   if (sharedState) {
     lock = std::unique_lock<std::mutex>(sharedLock);
     frame = shared.get();
@@ -1087,7 +1089,7 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
     lock.unlock(); // before taking the GIL back
   Py_END_ALLOW_THREADS
 
-  if (!ok) {
+      if (!ok) {
     release();
     return raiseFailure(failure);
   }
@@ -1125,9 +1127,9 @@ void tdfpy::registerRuntime(nb::module_ &m) {
                           "tdf.runtime.EntryFunction).")
       .def(nb::init<std::string, uintptr_t, const std::vector<nb::tuple> &,
                     const std::vector<nb::tuple> &, uintptr_t,
-                    const std::vector<std::tuple<std::string, std::string,
-                                                 std::string, std::string,
-                                                 int64_t>> &,
+                    const std::vector<
+                        std::tuple<std::string, std::string, std::string,
+                                   std::string, int64_t>> &,
                     bool>(),
            nb::arg("name"), nb::arg("address"), nb::arg("params"),
            nb::arg("results"), nb::arg("free_address"), nb::arg("sites"),
