@@ -22,8 +22,24 @@ After::
       func.call @tdf_rt_alloc_error(%site, %bytes) : (i64, i64) -> ()
     }
 
-Statically empty allocations are not checked. No options; statistic
-``checks``.
+An allocation with dynamic sizes is also checked *before* it: each dynamic
+size must be non-negative and the byte count must fit in int64 (the
+lowering multiplies the sizes without an overflow check, so a size of
+2^62 + 1 f32 elements allocated 4 bytes and the program wrote past them; a
+negative size allocated a wrapped count). A failure calls
+``tdf_rt_alloc_error`` with a site of kind ``alloc-size`` naming the
+dimension and its size: ``ValueError`` for a negative size, ``MemoryError``
+when the byte count overflows. Before the alloc::
+
+    %neg = arith.cmpi slt, %n, %c0 : index
+    %div = arith.select %pos, %n, %c1 : index        // %pos: %n > 0
+    %max = arith.divsi %cINT64_MAX, %div : index
+    %big = arith.cmpi sgt, %bytes_so_far, %max : index
+    %bad = arith.ori %neg, (%pos and %big)
+    scf.if %bad { func.call @tdf_rt_alloc_error(%site, %n) }
+
+Statically empty allocations are not checked. No options; statistics
+``checks`` and ``size-checks``.
 """
 
 from __future__ import annotations
@@ -38,16 +54,56 @@ from .registry import PassContext, register_pass
 __all__ = ["alloc_checks"]
 
 
+INT64_MAX = 2**63 - 1
+
+
 def _index_const(n):
     index = ir.IndexType.get()
     return ir.Operation.create("arith.constant", results=[index],
                                attributes={"value": ir.IntegerAttr.get(index, n)}).result
 
 
+def _binary(name: str, lhs, rhs, result_type=None, predicate: int | None = None):
+    attributes = {}
+    if predicate is not None:
+        attributes["predicate"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), predicate)
+    return ir.Operation.create(name, results=[result_type or lhs.type], operands=[lhs, rhs],
+                               attributes=attributes).result
+
+
+_SLT, _SGT = 2, 4  # arith.cmpi predicates
+
+
+def _check_sizes_before(alloc, mtype, static_bytes: int, sites: SiteTable, ctx: PassContext) -> None:
+    """Before ``alloc``: every dynamic size is >= 0 and the byte count
+    (``static_bytes`` times the dynamic sizes) fits in int64."""
+    i1 = ir.IntegerType.get_signless(1)
+    dynamic = ir.ShapedType.get_dynamic_size()
+    dims = [d for d, size in enumerate(mtype.shape) if size == dynamic]
+    with ir.InsertionPoint(alloc), alloc.location:
+        zero, one, top = _index_const(0), _index_const(1), _index_const(INT64_MAX)
+        so_far = _index_const(static_bytes)
+        sizes = list(alloc.operands)[:len(dims)]
+        for position, (dim, size) in enumerate(zip(dims, sizes)):
+            negative = _binary("arith.cmpi", size, zero, i1, _SLT)
+            positive = _binary("arith.cmpi", size, zero, i1, _SGT)
+            divisor = ir.Operation.create("arith.select", results=[size.type],
+                                          operands=[positive, size, one]).result
+            limit = _binary("arith.divsi", top, divisor)
+            too_big = _binary("arith.andi", positive, _binary("arith.cmpi", so_far, limit, i1, _SGT))
+            bad = _binary("arith.ori", negative, too_big)
+            site = sites.add("alloc-size", alloc, dim)
+            emit_failure_branch(bad, ALLOC_ERROR, [site, size])
+            if position + 1 < len(sizes):
+                so_far = _binary("arith.muli", so_far, size)
+            ctx.statistic("size-checks")
+
+
 @register_pass(
     "tdf-alloc-checks",
     "Test every memref.alloc for NULL at run time (failure calls the tdf runtime: MemoryError)",
-    statistics=[("checks", "Allocation checks inserted")],
+    statistics=[("checks", "Allocation checks inserted"),
+                ("size-checks", "Dynamic sizes checked before an allocation")],
 )
 def alloc_checks(op, ctx: PassContext) -> None:
     """See the module docstring."""
@@ -69,6 +125,8 @@ def alloc_checks(op, ctx: PassContext) -> None:
         if static == 0:
             continue
         static *= element_nbytes(mtype.element_type) or 8
+        if any(size == dynamic for size in mtype.shape):
+            _check_sizes_before(alloc, mtype, static, sites, ctx)
         with ir.InsertionPoint.after(alloc), alloc.location:
             pointer = ir.Operation.create("memref.extract_aligned_pointer_as_index",
                                           results=[index], operands=[alloc.results[0]]).result

@@ -16,9 +16,24 @@ func.func @static_alloc_tested_for_null() -> memref<1000000000000xf32> {
 
 // -----
 
-// A dynamic size multiplies into the byte count.
+// A dynamic size is checked before the allocation (>= 0, and the byte count
+// fits in int64), then multiplies into the byte count of the NULL test.
 // CHECK-LABEL: func.func @dynamic_alloc_counts_bytes
 // CHECK-SAME: (%[[N:.*]]: index)
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[TOP:.*]] = arith.constant 9223372036854775807 : index
+// CHECK-DAG: %[[BYTES:.*]] = arith.constant 32 : index
+// CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[N]], %[[ZERO]] : index
+// CHECK: %[[POS:.*]] = arith.cmpi sgt, %[[N]], %[[ZERO]] : index
+// CHECK: %[[DIV:.*]] = arith.select %[[POS]], %[[N]], %[[ONE]] : index
+// CHECK: %[[LIMIT:.*]] = arith.divsi %[[TOP]], %[[DIV]] : index
+// CHECK: %[[BIG:.*]] = arith.cmpi sgt, %[[BYTES]], %[[LIMIT]] : index
+// CHECK: %[[OVER:.*]] = arith.andi %[[POS]], %[[BIG]] : i1
+// CHECK: %[[BAD:.*]] = arith.ori %[[NEG]], %[[OVER]] : i1
+// CHECK: %[[SIZE:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK: scf.if %[[BAD]] {
+// CHECK-NEXT: func.call @tdf_rt_alloc_error(%{{.*}}, %[[SIZE]])
 // CHECK: %[[BUF:.*]] = memref.alloc(%[[N]]) : memref<?x4xf64>
 // CHECK: %[[STATIC:.*]] = arith.constant 32 : index
 // CHECK: arith.muli %[[STATIC]], %[[N]] : index
@@ -26,6 +41,25 @@ func.func @static_alloc_tested_for_null() -> memref<1000000000000xf32> {
 func.func @dynamic_alloc_counts_bytes(%n: index) -> memref<?x4xf64> {
   %buf = memref.alloc(%n) : memref<?x4xf64>
   return %buf : memref<?x4xf64>
+}
+
+// -----
+
+// Two dynamic sizes: the second is checked against the bytes of the first
+// times the static part.
+// CHECK-LABEL: func.func @two_dynamic_sizes
+// CHECK-SAME: (%[[M:.*]]: index, %[[N:.*]]: index)
+// CHECK-DAG: %[[BYTES:.*]] = arith.constant 4 : index
+// CHECK: arith.cmpi sgt, %[[BYTES]], %{{.*}} : index
+// CHECK: func.call @tdf_rt_alloc_error(%{{.*}}, %{{.*}})
+// CHECK: %[[SO_FAR:.*]] = arith.muli %[[BYTES]], %[[M]] : index
+// CHECK: arith.cmpi slt, %[[N]], %{{.*}} : index
+// CHECK: arith.cmpi sgt, %[[SO_FAR]], %{{.*}} : index
+// CHECK: func.call @tdf_rt_alloc_error(%{{.*}}, %{{.*}})
+// CHECK: memref.alloc(%[[M]], %[[N]]) : memref<?x?xf32>
+func.func @two_dynamic_sizes(%m: index, %n: index) -> memref<?x?xf32> {
+  %buf = memref.alloc(%m, %n) : memref<?x?xf32>
+  return %buf : memref<?x?xf32>
 }
 
 // -----

@@ -774,6 +774,18 @@ PyObject *NativeEntry::raiseFailure(const Failure &failure) const {
   const int64_t *v = failure.values;
   std::string dim = site ? std::to_string(site->dimension) : "?";
   std::string message = "@" + name + ": " + where + ": ";
+  if (failure.kind == FailureKind::Alloc && site &&
+      site->kind == "alloc-size") {
+    message += "dimension " + dim + " has size " + std::to_string(v[0]);
+    if (v[0] < 0) {
+      message += ": a buffer size cannot be negative";
+      PyErr_SetString(PyExc_ValueError, message.c_str());
+    } else {
+      message += ": the buffer's byte size overflows int64";
+      PyErr_SetString(PyExc_MemoryError, message.c_str());
+    }
+    return nullptr;
+  }
   if (failure.kind == FailureKind::Alloc) {
     message += "cannot allocate " + std::to_string(v[0]) + " bytes";
     PyErr_SetString(PyExc_MemoryError, message.c_str());
