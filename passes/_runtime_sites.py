@@ -82,6 +82,31 @@ def declare(module_op, name: str) -> None:
         })
 
 
+# arith.cmpi predicates by name.
+CMPI_PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5,
+                   "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
+
+
+def index_const(n: int):
+    """``arith.constant n : index`` at the current insertion point."""
+    index = ir.IndexType.get()
+    return ir.Operation.create("arith.constant", results=[index],
+                               attributes={"value": ir.IntegerAttr.get(index, n)}).result
+
+
+def cmpi(predicate: str, lhs, rhs):
+    """``arith.cmpi <predicate>, lhs, rhs`` (an i1) at the current insertion point."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.Operation.create(
+        "arith.cmpi", results=[ir.IntegerType.get_signless(1)], operands=[lhs, rhs],
+        attributes={"predicate": ir.IntegerAttr.get(i64, CMPI_PREDICATES[predicate])}).result
+
+
+def binary(name: str, lhs, rhs):
+    """A binary arith op ``name`` whose result has ``lhs``'s type."""
+    return ir.Operation.create(name, results=[lhs.type], operands=[lhs, rhs]).result
+
+
 def emit_failure_branch(fail, name: str, args) -> None:
     """At the current insertion point: ``scf.if %fail { call @name(args) }``
     (each argument is an index or i64 value, cast to i64)."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ._runtime_sites import BOUNDS_ERROR, cmpi, emit_failure_branch, index_const
 from .analysis.kernels import ELEMENTWISE_OPS
 from .analysis.shapes import dim_key
 
@@ -104,19 +105,13 @@ def plan_cast_checks(op) -> list[int]:
             if source.shape[d] == dynamic and result.shape[d] != dynamic]
 
 
-def emit_cast_check(op, d, sites, failure_name, emit_failure_branch) -> None:
+def emit_cast_check(op, d, sites) -> None:
     """At the current insertion point (before cast ``op``): dimension ``d``
     of the source has the static size of the result type."""
     size, _ = _dim(op.operands[0], d)
-    index = ir.IndexType.get()
-    want = ir.ShapedType(op.results[0].type).shape[d]
-    static = ir.Operation.create("arith.constant", results=[index],
-                                 attributes={"value": ir.IntegerAttr.get(index, want)}).result
-    pred = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)  # ne
-    fail = ir.Operation.create("arith.cmpi", results=[ir.IntegerType.get_signless(1)],
-                               operands=[size, static], attributes={"predicate": pred}).result
+    static = index_const(ir.ShapedType(op.results[0].type).shape[d])
     site = sites.add("cast", op, d)
-    emit_failure_branch(fail, failure_name, [site, size, static, 0, 0])
+    emit_failure_branch(cmpi("ne", size, static), BOUNDS_ERROR, [site, size, static, 0, 0])
 
 
 def plan_shape_checks(op) -> list[tuple]:
@@ -157,29 +152,17 @@ def _dim(value, d):
     shaped = ir.ShapedType(value.type)
     if shaped.shape[d] != ir.ShapedType.get_dynamic_size():
         return None, shaped.shape[d]
-    index = ir.IndexType.get()
-    c = ir.Operation.create("arith.constant", results=[index],
-                            attributes={"value": ir.IntegerAttr.get(index, d)}).result
     name = "tensor.dim" if isinstance(value.type, ir.RankedTensorType) else "memref.dim"
-    return ir.Operation.create(name, results=[index], operands=[value, c]).result, None
+    return ir.Operation.create(name, results=[ir.IndexType.get()],
+                               operands=[value, index_const(d)]).result, None
 
 
-def emit_shape_check(op, pair, sites, failure_name, emit_failure_branch) -> None:
+def emit_shape_check(op, pair, sites) -> None:
     """At the current insertion point (before ``op``): the check of one pair."""
     index, d, ref_index, ref_d = pair
-    ivalue = ir.IndexType.get()
     size, size_static = _dim(op.operands[index], d)
     ref, ref_static = _dim(op.operands[ref_index], ref_d)
-
-    def value(v, static):
-        if v is not None:
-            return v
-        return ir.Operation.create("arith.constant", results=[ivalue],
-                                   attributes={"value": ir.IntegerAttr.get(ivalue, static)}).result
-
-    size, ref = value(size, size_static), value(ref, ref_static)
-    pred = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)  # ne
-    fail = ir.Operation.create("arith.cmpi", results=[ir.IntegerType.get_signless(1)],
-                               operands=[size, ref], attributes={"predicate": pred}).result
+    size = size if size is not None else index_const(size_static)
+    ref = ref if ref is not None else index_const(ref_static)
     site = sites.add("shape", op, d)
-    emit_failure_branch(fail, failure_name, [site, size, ref, index, ref_index])
+    emit_failure_branch(cmpi("ne", size, ref), BOUNDS_ERROR, [site, size, ref, index, ref_index])

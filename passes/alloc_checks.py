@@ -48,7 +48,15 @@ from mlir import ir
 
 from ..vocabulary import element_nbytes
 from ._ir import collect_ops, has_body
-from ._runtime_sites import ALLOC_ERROR, SiteTable, declare, emit_failure_branch
+from ._runtime_sites import (
+    ALLOC_ERROR,
+    SiteTable,
+    binary,
+    cmpi,
+    declare,
+    emit_failure_branch,
+    index_const,
+)
 from .registry import PassContext, register_pass
 
 __all__ = ["alloc_checks"]
@@ -57,46 +65,28 @@ __all__ = ["alloc_checks"]
 INT64_MAX = 2**63 - 1
 
 
-def _index_const(n):
-    index = ir.IndexType.get()
-    return ir.Operation.create("arith.constant", results=[index],
-                               attributes={"value": ir.IntegerAttr.get(index, n)}).result
-
-
-def _binary(name: str, lhs, rhs, result_type=None, predicate: int | None = None):
-    attributes = {}
-    if predicate is not None:
-        attributes["predicate"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), predicate)
-    return ir.Operation.create(name, results=[result_type or lhs.type], operands=[lhs, rhs],
-                               attributes=attributes).result
-
-
-_SLT, _SGT = 2, 4  # arith.cmpi predicates
-
-
-def _check_sizes_before(alloc, mtype, static_bytes: int, sites: SiteTable, ctx: PassContext) -> None:
+def _check_sizes_before(alloc, mtype, static_bytes: int, sites: SiteTable, ctx: PassContext):
     """Before ``alloc``: every dynamic size is >= 0 and the byte count
-    (``static_bytes`` times the dynamic sizes) fits in int64."""
-    i1 = ir.IntegerType.get_signless(1)
+    (``static_bytes`` times the dynamic sizes) fits in int64. Returns the
+    byte count (an index value)."""
     dynamic = ir.ShapedType.get_dynamic_size()
     dims = [d for d, size in enumerate(mtype.shape) if size == dynamic]
     with ir.InsertionPoint(alloc), alloc.location:
-        zero, one, top = _index_const(0), _index_const(1), _index_const(INT64_MAX)
-        so_far = _index_const(static_bytes)
-        sizes = list(alloc.operands)[:len(dims)]
-        for position, (dim, size) in enumerate(zip(dims, sizes)):
-            negative = _binary("arith.cmpi", size, zero, i1, _SLT)
-            positive = _binary("arith.cmpi", size, zero, i1, _SGT)
+        zero, one, top = index_const(0), index_const(1), index_const(INT64_MAX)
+        so_far = index_const(static_bytes)
+        for dim, size in zip(dims, list(alloc.operands)[:len(dims)]):
+            negative = cmpi("slt", size, zero)
+            positive = cmpi("sgt", size, zero)
             divisor = ir.Operation.create("arith.select", results=[size.type],
                                           operands=[positive, size, one]).result
-            limit = _binary("arith.divsi", top, divisor)
-            too_big = _binary("arith.andi", positive, _binary("arith.cmpi", so_far, limit, i1, _SGT))
-            bad = _binary("arith.ori", negative, too_big)
+            limit = binary("arith.divsi", top, divisor)
+            too_big = binary("arith.andi", positive, cmpi("sgt", so_far, limit))
+            bad = binary("arith.ori", negative, too_big)
             site = sites.add("alloc-size", alloc, dim)
             emit_failure_branch(bad, ALLOC_ERROR, [site, size])
-            if position + 1 < len(sizes):
-                so_far = _binary("arith.muli", so_far, size)
+            so_far = binary("arith.muli", so_far, size)
             ctx.statistic("size-checks")
+    return so_far
 
 
 @register_pass(
@@ -125,20 +115,15 @@ def alloc_checks(op, ctx: PassContext) -> None:
         if static == 0:
             continue
         static *= element_nbytes(mtype.element_type) or 8
+        nbytes = None
         if any(size == dynamic for size in mtype.shape):
-            _check_sizes_before(alloc, mtype, static, sites, ctx)
+            nbytes = _check_sizes_before(alloc, mtype, static, sites, ctx)
         with ir.InsertionPoint.after(alloc), alloc.location:
             pointer = ir.Operation.create("memref.extract_aligned_pointer_as_index",
                                           results=[index], operands=[alloc.results[0]]).result
-            null = ir.Operation.create(
-                "arith.cmpi", results=[ir.IntegerType.get_signless(1)],
-                operands=[pointer, _index_const(0)],
-                attributes={"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)}).result
-            nbytes = _index_const(static)
-            dyn_count = sum(1 for s in mtype.shape if s == dynamic)
-            for size_value in list(alloc.operands)[:dyn_count]:
-                nbytes = ir.Operation.create("arith.muli", results=[index],
-                                             operands=[nbytes, size_value]).result
+            null = cmpi("eq", pointer, index_const(0))
+            if nbytes is None:
+                nbytes = index_const(static)
             site = sites.add("alloc", alloc)
             emit_failure_branch(null, ALLOC_ERROR, [site, nbytes])
         ctx.statistic("checks")

@@ -73,7 +73,15 @@ from __future__ import annotations
 from mlir import ir
 
 from ._ir import collect_ops, has_body
-from ._runtime_sites import BOUNDS_ERROR, SiteTable, declare, emit_failure_branch
+from ._runtime_sites import (
+    BOUNDS_ERROR,
+    SiteTable,
+    binary,
+    cmpi,
+    declare,
+    emit_failure_branch,
+    index_const,
+)
 from ._shape_checks import emit_cast_check, emit_shape_check, plan_cast_checks, plan_shape_checks
 from .registry import PassContext, register_pass
 
@@ -225,26 +233,8 @@ def _linalg_index_interval(op):
 # -------------------------------------------------------------- helpers
 
 
-def _index_const(n):
-    index = ir.IndexType.get()
-    return ir.Operation.create("arith.constant", results=[index],
-                               attributes={"value": ir.IntegerAttr.get(index, n)}).result
-
-
-def _cmp(predicate, lhs, rhs):
-    predicates = {"eq": 0, "ne": 1, "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.Operation.create(
-        "arith.cmpi", results=[ir.IntegerType.get_signless(1)], operands=[lhs, rhs],
-        attributes={"predicate": ir.IntegerAttr.get(i64, predicates[predicate])}).result
-
-
-def _binary(name, lhs, rhs):
-    return ir.Operation.create(name, results=[lhs.type], operands=[lhs, rhs]).result
-
-
 def _as_value(x):
-    return _index_const(x) if isinstance(x, int) else x
+    return index_const(x) if isinstance(x, int) else x
 
 
 def _segments(op):
@@ -372,14 +362,14 @@ def bounds_checks(op, ctx: PassContext) -> None:
             pairs = plan_shape_checks(linalg_op)
             with ir.InsertionPoint(linalg_op), linalg_op.location:
                 for pair in pairs:
-                    emit_shape_check(linalg_op, pair, sites, BOUNDS_ERROR, emit_failure_branch)
+                    emit_shape_check(linalg_op, pair, sites)
                     ctx.statistic("checks")
                     inserted = True
         for cast in collect_ops(func, ("tensor.cast", "memref.cast")):
             dims = plan_cast_checks(cast)
             with ir.InsertionPoint(cast), cast.location:
                 for d in dims:
-                    emit_cast_check(cast, d, sites, BOUNDS_ERROR, emit_failure_branch)
+                    emit_cast_check(cast, d, sites)
                     ctx.statistic("checks")
                     inserted = True
     if inserted:
@@ -434,7 +424,7 @@ def _dim_value(check):
     source = check["source"]
     name = "tensor.dim" if isinstance(source.type, ir.RankedTensorType) else "memref.dim"
     return ir.Operation.create(name, results=[ir.IndexType.get()],
-                               operands=[source, _index_const(check["dim"])]).result
+                               operands=[source, index_const(check["dim"])]).result
 
 
 def _emit(op, check, sites):
@@ -442,9 +432,9 @@ def _emit(op, check, sites):
     o, s, t = check["offset"], check["size"], check["stride"]
     if check["kind"] == "index":
         if isinstance(dim, int):
-            fail = _cmp("ugt", o, _index_const(dim - 1)) if dim > 0 else _cmp("uge", o, _index_const(0))
+            fail = cmpi("ugt", o, index_const(dim - 1)) if dim > 0 else cmpi("uge", o, index_const(0))
         else:
-            fail = _cmp("uge", o, dim)
+            fail = cmpi("uge", o, dim)
     else:
         fail = _slice_failure(o, s, t, dim)
     site = sites.add(check["kind"], op, check["dim"])
@@ -456,26 +446,26 @@ def _slice_failure(o, s, t, dim):
     """An i1 that is true when the slice dimension is out of bounds."""
     if isinstance(s, int) and isinstance(t, int) and t == 1 and isinstance(dim, int):
         if s > dim or s < 0:
-            return _cmp("eq", _index_const(0), _index_const(0))  # always fails
-        return _cmp("ugt", _as_value(o), _index_const(dim - s))
+            return cmpi("eq", index_const(0), index_const(0))  # always fails
+        return cmpi("ugt", _as_value(o), index_const(dim - s))
     o_v, s_v, t_v, d_v = (_as_value(x) for x in (o, s, t, dim))
-    zero, one = _index_const(0), _index_const(1)
-    size_bad = _cmp("ugt", s_v, d_v)                          # s < 0 or s > dim
+    zero, one = index_const(0), index_const(1)
+    size_bad = cmpi("ugt", s_v, d_v)                          # s < 0 or s > dim
     if isinstance(t, int) and t == 1:
-        room = _binary("arith.subi", d_v, s_v)
-        return _binary("arith.ori", size_bad, _cmp("ugt", o_v, room))
+        room = binary("arith.subi", d_v, s_v)
+        return binary("arith.ori", size_bad, cmpi("ugt", o_v, room))
     # General stride: s == 0 → o <= dim; s >= 1 → o < dim and
     # t <= (dim - 1 - o) / (s - 1) (no overflow: the division bounds t).
-    empty = _cmp("eq", s_v, zero)
-    empty_bad = _cmp("ugt", o_v, d_v)
-    start_bad = _cmp("uge", o_v, d_v)
-    room = _binary("arith.subi", _binary("arith.subi", d_v, one), o_v)
-    many = _cmp("ugt", s_v, one)
+    empty = cmpi("eq", s_v, zero)
+    empty_bad = cmpi("ugt", o_v, d_v)
+    start_bad = cmpi("uge", o_v, d_v)
+    room = binary("arith.subi", binary("arith.subi", d_v, one), o_v)
+    many = cmpi("ugt", s_v, one)
     denominator = ir.Operation.create("arith.select", results=[s_v.type],
-                                      operands=[many, _binary("arith.subi", s_v, one), one]).result
-    max_stride = _binary("arith.divui", room, denominator)
-    stride_bad = _binary("arith.andi", many, _cmp("ugt", t_v, max_stride))
-    nonempty_bad = _binary("arith.ori", start_bad, stride_bad)
+                                      operands=[many, binary("arith.subi", s_v, one), one]).result
+    max_stride = binary("arith.divui", room, denominator)
+    stride_bad = binary("arith.andi", many, cmpi("ugt", t_v, max_stride))
+    nonempty_bad = binary("arith.ori", start_bad, stride_bad)
     bad = ir.Operation.create("arith.select", results=[empty.type],
                               operands=[empty, empty_bad, nonempty_bad]).result
-    return _binary("arith.ori", size_bad, bad)
+    return binary("arith.ori", size_bad, bad)

@@ -17,7 +17,7 @@ func.func @static_alloc_tested_for_null() -> memref<1000000000000xf32> {
 // -----
 
 // A dynamic size is checked before the allocation (>= 0, and the byte count
-// fits in int64), then multiplies into the byte count of the NULL test.
+// fits in int64); its byte count is the one the NULL test reports.
 // CHECK-LABEL: func.func @dynamic_alloc_counts_bytes
 // CHECK-SAME: (%[[N:.*]]: index)
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : index
@@ -34,10 +34,10 @@ func.func @static_alloc_tested_for_null() -> memref<1000000000000xf32> {
 // CHECK: %[[SIZE:.*]] = arith.index_cast %[[N]] : index to i64
 // CHECK: scf.if %[[BAD]] {
 // CHECK-NEXT: func.call @tdf_rt_alloc_error(%{{.*}}, %[[SIZE]])
+// CHECK: %[[TOTAL:.*]] = arith.muli %[[BYTES]], %[[N]] : index
 // CHECK: %[[BUF:.*]] = memref.alloc(%[[N]]) : memref<?x4xf64>
-// CHECK: %[[STATIC:.*]] = arith.constant 32 : index
-// CHECK: arith.muli %[[STATIC]], %[[N]] : index
-// CHECK: func.call @tdf_rt_alloc_error(
+// CHECK: %[[TOTAL64:.*]] = arith.index_cast %[[TOTAL]] : index to i64
+// CHECK: func.call @tdf_rt_alloc_error(%{{.*}}, %[[TOTAL64]])
 func.func @dynamic_alloc_counts_bytes(%n: index) -> memref<?x4xf64> {
   %buf = memref.alloc(%n) : memref<?x4xf64>
   return %buf : memref<?x4xf64>
