@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 import pytest
+from test_alloc_failure import DYNAMIC  # the dynamically sized scratch program
 
 import tdf
 from tdf.allocator import (
@@ -332,25 +333,15 @@ def test_threads_stress_in_a_subprocess():
 
 
 def test_allocation_failure_is_still_memory_error(prog, cache_limit):
-    huge = tdf.compile("""\
-func.func @huge(%n: index) -> tensor<1xf32> {
-  %e = tensor.empty(%n) : tensor<?xf32>
-  %c = arith.constant 2.5 : f32
-  %f = linalg.fill ins(%c : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
-  %c0 = arith.constant 0 : index
-  %v = tensor.extract %f[%c0] : tensor<?xf32>
-  %r = tensor.from_elements %v : tensor<1xf32>
-  return %r : tensor<1xf32>
-}
-""", filename="huge.mlir")
+    huge = tdf.compile(DYNAMIC, filename="huge.mlir")
     x = _x(9)
     r = prog.axpa(x, 1.0)
     del r  # something in the cache
     for n in (2 * 10**12, 2**59, 2**60 + 5):  # bytes up to 2**62 + 20
-        with pytest.raises(MemoryError, match=r"@huge: memref.alloc at huge.mlir:2:\d+: "
+        with pytest.raises(MemoryError, match=r"@scratch: memref.alloc at huge.mlir:2:\d+: "
                                               r"cannot allocate \d+ bytes"):
-            huge.huge(n)
-    assert huge.huge(N).tolist() == [2.5]  # a large scratch block, from the cache or not
+            huge.scratch(n)
+    assert huge.scratch(N).tolist() == [2.5]  # a large scratch block, from the cache or not
     np.testing.assert_allclose(prog.axpa(x, 3.0), x * 3 + 3, rtol=1e-6, atol=1e-6)
 
 
