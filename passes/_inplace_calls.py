@@ -102,7 +102,7 @@ class InplaceRewriter:
         self.analysis = InplaceAnalysis(func, size_match)
         self.size_match = size_match
         self.rejections: list[Rejection] = []
-        self.to_erase = []
+        self.to_erase: list[ir.Operation] = []
         self.kernels: dict = {}
         self.warned = warned if warned is not None else set()
         self.generated: list = []  # (tdf.call_inplace made from a tdf.call, its callee attr)
@@ -156,8 +156,8 @@ class InplaceRewriter:
             return 0
         operands = list(op.operands)
         indices = [-1] * len(op.results)
-        taken = set()
-        pending = {}
+        taken: set[int] = set()
+        pending: dict[int, Rejection] = {}
         for j, result in enumerate(op.results):
             for i, value in enumerate(operands):
                 if i in taken or not is_tensor(value):

@@ -149,7 +149,7 @@ def rewrite_concats(func, ctx: PassContext | None = None, module_op=None,
         if not result_type.has_static_shape:
             continue
         parts = list(concat.operands)
-        found = []
+        found: list[Rejection] = []
         producers = [_part_producer(p, concat, module_op, found, i) for i, p in enumerate(parts)]
         for rejection in found:
             rejections.append(rejection)

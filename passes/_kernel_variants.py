@@ -42,6 +42,8 @@ def inplace_variant(info: KernelInfo, module_op, indices: list[int]) -> tuple[st
     wanted = _variant_type(info, indices)
     if info.is_declaration:
         name = info.variant_name
+        if name is None:
+            return None, f"@{info.name} is a declaration that names no tdf.inplace_variant"
         existing = lookup_symbol(module_op, name)
         if existing is not None:
             if existing.name != "func.func" or function_type(existing) != wanted:

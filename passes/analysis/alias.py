@@ -273,7 +273,8 @@ class AliasAnalysis:
 
     def class_ids(self) -> dict:
         """Dense class numbers (first appearance order) for every value seen."""
-        ids, out = {}, {}
+        ids: dict = {}
+        out: dict = {}
         for value in list(self._node):
             if value is _BLACK_HOLE:
                 continue

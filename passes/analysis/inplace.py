@@ -164,7 +164,7 @@ class InplaceAnalysis:
         ``insert_slice ... into %A[R1]``): each level's only other use
         overwrites the region that holds the written storage, so none of
         them is read afterwards. The list from the innermost source out."""
-        found = []
+        found: list[ir.Value] = []
         while len(found) < 8:
             src = self._overwritten_once(op, value)
             if src is None:

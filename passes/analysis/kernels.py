@@ -266,29 +266,30 @@ class KernelInfo:
         position = {}
         for index, inner in enumerate(block.operations):
             position[op_key(inner.operation)] = index
-        accesses = []  # (position, op, operand number, is_output_param)
+        # (position, op, operand number, is_output_param, the op's input count)
+        accesses: list[tuple[int, ir.Operation, int, bool, int]] = []
         for param in list(params) + [out]:
             label = f"output parameter #{out}" if param == out else f"input parameter #{param}"
             for use in args[param].uses:
                 user = use.owner.operation
                 where = position.get(op_key(user))
-                if where is None or ins_outs(user) is None:
+                counts = ins_outs(user)
+                if where is None or counts is None:
                     return BodyProblem(user, f"{user.name} uses {label} of @{self.name}, and only "
                                              f"linalg ops directly in the kernel's block are analysed")
-                accesses.append((where, user, use.operand_number, param == out))
+                accesses.append((where, user, use.operand_number, param == out, counts[0]))
         accesses.sort(key=lambda a: a[0])
-        writes = [a for a in accesses
-                  if a[3] and a[2] >= ins_outs(a[1])[0]]
-        for _where, user, number, is_out in accesses:
-            if not is_out and number >= ins_outs(user)[0]:
+        writes = [a for a in accesses if a[3] and a[2] >= a[4]]
+        for _where, user, number, is_out, n_in in accesses:
+            if not is_out and number >= n_in:
                 return BodyProblem(user, f"{user.name} writes an input parameter of "
                                          f"@{self.name} (its operand #{number})")
         if not writes:
             return BodyProblem(kernel, f"@{self.name} never writes output parameter #{out}")
         first = writes[0][0]
         writer = writes[0][1]
-        n_ins = ins_outs(writer)[0]
-        for where, user, number, is_out in accesses:
+        n_ins = writes[0][4]
+        for where, user, number, is_out, _n_in in accesses:
             if is_out and where < first:
                 return BodyProblem(user, f"{user.name} reads output parameter #{out} of "
                                          f"@{self.name} before it is written")
@@ -301,7 +302,7 @@ class KernelInfo:
                                        f"@{self.name} and is not element-wise (a reduction or a "
                                        f"non-parallel loop)")
         flags = identity_operands(writer)
-        for where, _user, number, is_out in accesses:
+        for where, _user, number, is_out, _n_in in accesses:
             if where != first:
                 continue
             if not flags[number]:

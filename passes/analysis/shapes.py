@@ -127,7 +127,8 @@ def _dynamic_stride() -> int:
 def row_major(shape) -> list[int]:
     """Identity-layout strides of ``shape``: a stride is dynamic when a size
     inside it is."""
-    strides, stride = [], 1
+    strides: list[int] = []
+    stride = 1
     for size in reversed(list(shape)):
         strides.insert(0, stride)
         if stride != _dynamic_stride():
