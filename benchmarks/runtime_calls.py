@@ -1,4 +1,4 @@
-"""The cost of the call path and of run-time safety (issues 11 and 13).
+"""The cost of the call path and of run-time safety checks.
 
 One process, interleaved repetitions (``harness.time_variants``), ratios of
 medians. Four measurements:

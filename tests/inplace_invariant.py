@@ -1,4 +1,4 @@
-"""The check behind the issue-10 invariant (the output of
+"""The check behind the in-place invariant (the output of
 ``tdf-insert-inplace`` passes ``tdf-verify-inplace{strict}``), shared by the
 invariant tests and the random-program fuzzers."""
 

@@ -1,4 +1,4 @@
-"""A failed allocation raises MemoryError (issue 11, item 3) instead of
+"""A failed allocation raises MemoryError instead of
 writing through the NULL malloc returned."""
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ def test_large_but_representable_size_is_still_a_failed_allocation():
 
 
 def test_huge_allocation_in_a_subprocess(tmp_path):
-    """The issue's reproducer in a fresh process (it used to segfault)."""
+    """A result too large to allocate, in a fresh process: MemoryError and a
+    clean exit (it used to segfault)."""
     script = tmp_path / "huge.py"
     script.write_text(textwrap.dedent(f"""
         import numpy as np, tdf

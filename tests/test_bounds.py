@@ -1,4 +1,4 @@
-"""Run-time bounds checks (issue 11, item 1): every dynamic index, offset,
+"""Run-time bounds checks: every dynamic index, offset,
 size and stride is checked; a violation raises IndexError naming the
 function, the op's file:line:col and the value, before anything is written;
 ``bounds_checks=False`` turns the checks off."""
@@ -222,8 +222,9 @@ def test_bounds_checks_option_is_checked():
 
 
 def test_out_of_range_writes_never_crash_in_a_subprocess(tmp_path):
-    """The reproducers of issue 11 (an 8-row cache written at 8, -1 and
-    100000, donated and not) in a fresh process: no abort, no heap damage."""
+    """Out-of-range row writes (an 8-row cache written at 8, -1 and 100000,
+    donated and not) in a fresh process: each raises, no abort, no heap
+    damage."""
     script = tmp_path / "oob.py"
     script.write_text(textwrap.dedent(f"""
         import numpy as np, tdf

@@ -1,4 +1,4 @@
-"""Compile time that stays linear (issue 11), checked without timing.
+"""Compile time that stays linear, checked without timing.
 
 * One-Shot Bufferize's cost on a chain of ``tdf.call_inplace`` is driven by
   the size of its alias sets (each decision checks every read against every

@@ -1,4 +1,4 @@
-"""In-place coverage cases of ``tdf-insert-inplace`` (issue 13), run by the JIT
+"""In-place coverage cases of ``tdf-insert-inplace``, run by the JIT
 with the rewrite on and off and compared with numpy.
 
 *Read-modify-write of a slice*: ``%r = extract_slice %A[...]``, ``%z = tdf.call
@@ -172,7 +172,7 @@ func.func @f(%A: tensor<4x8xf32> {tdf.donate}) -> tensor<4x8xf32> {
 
 
 def test_read_modify_write_of_a_donated_row_allocates_nothing():
-    """The issue's case: with the rewrite off the row is copied out and the
+    """A donated row updated by a kernel: with the rewrite off the row is copied out and the
     result copied back (2 allocations, 2 copies); on, nothing is allocated
     or copied and the result shares the donated argument's memory."""
     on = tdf.compile(RMW_ROW, strict=True)
@@ -235,7 +235,7 @@ def test_read_modify_write_not_donated_leaves_the_input():
     np.testing.assert_array_equal(out, want)
 
 
-# -- issue 13's other cases -----------------------------------------------------
+# -- rows updated through chains of kernels, per shape -------------------------
 
 def _rows_kernels(shapes) -> str:
     """``@inc_<shape>`` and ``@dbl_<shape>`` for each shape in ``shapes``."""

@@ -1,4 +1,4 @@
-"""The invariant of issue 10: the output of ``tdf-insert-inplace`` always
+"""The in-place invariant: the output of ``tdf-insert-inplace`` always
 passes ``tdf-verify-inplace{strict}`` -- checked over the differential corpus
 (``tests/programs``), every lit input under ``lit_tests/`` (each
 ``// -----`` chunk that parses), the random-program generator of

@@ -1,4 +1,4 @@
-"""Kernel fuzzer (issue 10): random kernels (``tests/kernel_fuzz.py``) called
+"""Kernel fuzzer: random kernels (``tests/kernel_fuzz.py``) called
 through ``tdf.call`` with random donation, compiled with the in-place
 rewrite on and off, compared bit for bit with each other and with a numpy
 reference; every non-donated argument must be byte-identical afterwards, and
@@ -10,7 +10,7 @@ programs). ``TDF_LONG=1`` runs 10,000 programs (or
 prints the counts. Programs are compiled in batches (one module holds
 ``BATCH`` programs) to keep the JIT cost down.
 
-Also here: the issue's reproducers as JIT-vs-numpy regression tests, and the
+Also here: kernels the fuzzer found wrong, as JIT-vs-numpy regression tests, and the
 check that ``tdf.compile(strict=True)`` and ``tdf-lower-to-cpu{strict=true}``
 agree.
 """
@@ -136,7 +136,7 @@ def test_generator_covers_kernel_features():
                (kernel_fuzz.random_program(rng, f"h{k}") for k in range(50)))
 
 
-# -- regressions from the issue, JIT against numpy -----------------------------
+# -- regressions the fuzzer found, JIT against numpy --------------------------
 
 TRANSPOSED_NEXT_TO_SCALAR = """
 #id = affine_map<(d0, d1) -> (d0, d1)>

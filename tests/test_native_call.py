@@ -1,4 +1,4 @@
-"""The native call path (issue 13, "Calls"): every check the runtime had
+"""The native call path: every check the runtime had
 (count, dtype, shape, contiguity, overlaps of donated arguments, non-donated
 never written), the donated result returned as the same array, and result
 ownership — on the C++ fast path and its Python slow path."""

@@ -90,7 +90,7 @@ def test_tdf_opt_matches_mlir_opt(path, arguments, tmp_path):
     assert _tree(tmp_path / "tdf-opt") == _tree(tmp_path / "mlir-opt")
 
 
-def test_every_issue_flag_has_a_parity_case():
+def test_every_fixed_driver_flag_has_a_parity_case():
     """The flags tdf-opt used to reject or get wrong each appear in a RUN line."""
     text = "\n".join(p.read_text() for p in CASES.glob("*.mlir"))
     runs = "\n".join(line for line in text.splitlines() if "RUN:" in line)

@@ -3,7 +3,7 @@ element-wise kernel calls, views (extract_slice), insert_slice, concat and
 opaque calls, with random donation flags, run three ways — tdf with the
 in-place rewrite on, off, and ``jax.jit`` — plus the check that non-donated
 inputs are byte-identical after the call, and that the output of
-``tdf-insert-inplace`` passes ``tdf-verify-inplace{strict}`` (issue 10).
+``tdf-insert-inplace`` passes ``tdf-verify-inplace{strict}``.
 
 Default: a short run for CI (``TDF_PROPERTY_EXAMPLES``, default 40 programs).
 ``TDF_LONG=1`` runs 2,000 programs (or ``TDF_PROPERTY_EXAMPLES``).
@@ -154,7 +154,7 @@ def test_random_programs_three_ways(program, seed):
     import jax
 
     text, reference, shapes, donated = program
-    # Issue 10's invariant: the rewrite's output passes tdf-verify-inplace{strict}.
+    # The in-place invariant: the rewrite's output passes tdf-verify-inplace{strict}.
     checked = added_violations(text, "random.mlir")
     assert checked is not None, f"tdf-insert-inplace failed on\n{text}"
     assert not checked[0], f"tdf-insert-inplace added copies {checked[0]}\n{checked[1]}"

@@ -1,4 +1,4 @@
-"""Regression tests of issue 11's "aborts inside MLIR" and "unclear errors":
+"""Regression tests of inputs that used to abort inside MLIR or fail with an unclear error:
 oversized static shapes, deep nesting, i1 on the GPU path, passes on unusual
 region structure, argument checks of the Python API. Every case that used to
 abort the process runs in a subprocess and must exit with a clean error."""

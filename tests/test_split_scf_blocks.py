@@ -1,4 +1,4 @@
-"""tdf-split-scf-blocks (issue 11: convert-scf-to-cf linear in the number of
+"""tdf-split-scf-blocks (keeps convert-scf-to-cf linear in the number of
 scf ops in one block): the lowered program computes the same results with
 and without the pre-split, and as numpy; the pass splits once per scf op
 that something other than the terminator follows."""

@@ -1,4 +1,4 @@
-"""Threads (issue 11, item 2): one compiled function called from several
+"""Threads: one compiled function called from several
 threads at once, and tdf.compile in several threads at once. Each stress run
 is bounded (4 threads, a few hundred calls) and runs in a subprocess, so
 that a regression (double free, corruption) fails the test instead of
