@@ -1,7 +1,8 @@
 //===- MathPasses.cpp - tdf's C++ passes for the math dialect -------------===//
 //
 // Two passes that wrap upstream math patterns the Python bindings cannot
-// reach (no registered upstream pass exposes them):
+// reach (no registered upstream pass exposes them); their declarations,
+// options and descriptions are in dialect/TDFPasses.td:
 //
 // - `tdf-math-approximation{ops=...}`: upstream
 //   populateMathPolynomialApproximationPatterns restricted to the listed ops:
@@ -33,6 +34,14 @@
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
+
+namespace tdfpy {
+#define GEN_PASS_DECL
+#define GEN_PASS_DEF_TDFMATHAPPROXIMATION
+#define GEN_PASS_DEF_TDFCONVERTMATHTOLIBM
+#define GEN_PASS_REGISTRATION
+#include "TDFPasses.h.inc"
+} // namespace tdfpy
 
 namespace {
 
@@ -73,22 +82,8 @@ constexpr const char *kLibm =
     "tan,tanh,trunc";
 
 struct MathApproximationPass
-    : public PassWrapper<MathApproximationPass, OperationPass<>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MathApproximationPass)
-
-  MathApproximationPass() = default;
-  MathApproximationPass(const MathApproximationPass &other)
-      : PassWrapper(other) {}
-
-  StringRef getArgument() const final { return "tdf-math-approximation"; }
-  StringRef getDescription() const final {
-    return "Replace the listed f32 math ops by upstream's polynomial "
-           "approximations (vectorizable, no libm call)";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, math::MathDialect,
-                    vector::VectorDialect>();
-  }
+    : public tdfpy::impl::TDFMathApproximationBase<MathApproximationPass> {
+  using Base::Base;
 
   void runOnOperation() override {
     llvm::StringSet<> selected;
@@ -101,29 +96,11 @@ struct MathApproximationPass
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
-
-  ListOption<std::string> ops{
-      *this, "ops",
-      llvm::cl::desc("Math ops (mnemonics) to approximate; default none")};
 };
 
 struct ConvertMathToLibmPass
-    : public PassWrapper<ConvertMathToLibmPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConvertMathToLibmPass)
-
-  ConvertMathToLibmPass() = default;
-  ConvertMathToLibmPass(const ConvertMathToLibmPass &other)
-      : PassWrapper(other) {}
-
-  StringRef getArgument() const final { return "tdf-convert-math-to-libm"; }
-  StringRef getDescription() const final {
-    return "Lower only the listed math ops to libm calls (upstream "
-           "patterns); other math ops are left alone";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, func::FuncDialect,
-                    vector::VectorDialect>();
-  }
+    : public tdfpy::impl::TDFConvertMathToLibmBase<ConvertMathToLibmPass> {
+  using Base::Base;
 
   void runOnOperation() override {
     llvm::StringSet<> selected;
@@ -140,17 +117,13 @@ struct ConvertMathToLibmPass
                                       std::move(patterns))))
       return signalPassFailure();
   }
-
-  ListOption<std::string> ops{
-      *this, "ops", llvm::cl::desc("Math ops (mnemonics) to lower to libm")};
 };
 
 } // namespace
 
 void tdfpy::registerMathPasses() {
   static bool done = [] {
-    PassRegistration<MathApproximationPass>();
-    PassRegistration<ConvertMathToLibmPass>();
+    registerTDFPasses();
     return true;
   }();
   (void)done;

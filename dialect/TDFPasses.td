@@ -1,0 +1,89 @@
+//===- TDFPasses.td - tdf's C++ passes ---------------------*- tablegen -*-===//
+//
+// The passes written in C++ (python/src/MathPasses.cpp): declarations,
+// options and descriptions. mlir-tblgen generates their base classes
+// (TDFPasses.h.inc, -gen-pass-decls) and their entries in the pass reference
+// (docs/PassReference.md, `make docs`). The Python passes are declared by
+// their `@register_pass` decorators (passes/).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TDF_PASSES
+#define TDF_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TDFMathApproximation : Pass<"tdf-math-approximation"> {
+  let summary = "Replace the listed f32 math ops by upstream's polynomial "
+                "approximations (vectorizable, no libm call)";
+  let description = [{
+    Runs upstream `populateMathPolynomialApproximationPatterns` restricted to
+    the ops named in `ops` (mnemonics, with or without the `math.` prefix):
+    f32 math ops, scalars or vectors, become polynomials built from arith ops
+    and `math.fma`, which LLVM vectorizes (a libm call in a loop it cannot).
+    Without `ops` nothing is approximated; an op outside the supported list is
+    an error (`unsupported math op 'x' (expected one of ...)`).
+
+    Before (`--tdf-math-approximation="ops=log"`):
+
+    ```mlir
+    %0 = math.log %x : f32
+    ```
+
+    After:
+
+    ```mlir
+    %gt = arith.cmpf ugt, %x, %min : f32
+    %clamped = arith.select %gt, %x, %min : f32
+    %bits = arith.bitcast %clamped : f32 to i32
+    ...
+    %p = math.fma %a, %b, %c : f32
+    ...
+    ```
+  }];
+  let dependentDialects = [
+    "arith::ArithDialect", "math::MathDialect", "vector::VectorDialect"
+  ];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Math ops (mnemonics) to approximate; default none">
+  ];
+}
+
+def TDFConvertMathToLibm : Pass<"tdf-convert-math-to-libm", "ModuleOp"> {
+  let summary = "Lower only the listed math ops to libm calls (upstream "
+                "patterns); other math ops are left alone";
+  let description = [{
+    Upstream `populateMathToLibmConversionPatterns` as a partial conversion
+    in which only the ops named in `ops` are illegal: f32 ops call the `f`
+    function, f64 ops the plain one, vectors one call per element. Every
+    other math op is left for `convert-math-to-llvm`. Upstream
+    `convert-math-to-libm` makes the whole math dialect illegal (an op libm
+    has no function for, such as `math.copysign`, fails the pass) and maps
+    `math.rsqrt` to `rsqrtf`, which libm does not define. An op outside the
+    supported list is an error.
+
+    Before (`--tdf-convert-math-to-libm="ops=expm1"`):
+
+    ```mlir
+    %0 = math.expm1 %x : f32
+    ```
+
+    After:
+
+    ```mlir
+    func.func private @expm1f(f32) -> f32
+    ...
+    %0 = call @expm1f(%x) : (f32) -> f32
+    ```
+  }];
+  let dependentDialects = [
+    "arith::ArithDialect", "func::FuncDialect", "vector::VectorDialect"
+  ];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Math ops (mnemonics) to lower to libm">
+  ];
+}
+
+#endif // TDF_PASSES
