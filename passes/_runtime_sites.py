@@ -22,8 +22,13 @@ from ._ir import collect_ops, sym_name
 SEPARATOR = "\x1f"
 BOUNDS_ERROR = "tdf_rt_bounds_error"
 ALLOC_ERROR = "tdf_rt_alloc_error"
-# name → number of i64 parameters.
-RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2}
+#: The BLAS route of contractions (``tdf-contractions-to-blas``,
+#: ``python/src/Blas.cpp``): flags, three (pointer, offset) pairs, the rank
+#: and (size, three strides) for each of up to six loop dimensions.
+CONTRACT = "tdf_rt_contract"
+# The functions the tdf runtime defines in every engine: name → number of
+# i64 parameters.
+RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32}
 
 
 def location_text(location) -> str:

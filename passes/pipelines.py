@@ -181,7 +181,8 @@ LOWER_TO_LLVM = [
 ]
 
 
-def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True) -> list[str]:
+def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True,
+                  blas: bool = False, threads: int = 0) -> list[str]:
     """The LLVM lowering after ``tdf-bufferize`` (:data:`LOWER_TO_LLVM`);
     ``count_allocations`` lowers allocations to the generic
     ``_mlir_memref_to_llvm_*`` functions so that a runtime can count them
@@ -189,8 +190,13 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     instead of size + alignment padding, so counted bytes are memref bytes).
     ``approximate_math=False`` leaves out :data:`APPROXIMATE_MATH` (every
     math op through libm / LLVM intrinsics: the reference the approximations
-    are tested against)."""
+    are tested against). ``blas`` sends contractions to the runtime's BLAS
+    route (``tdf-contractions-to-blas{threads}``, before the loops)."""
     passes = list(LOWER_TO_LLVM)
+    if blas:
+        at = passes.index("tdf-vectorize-contractions")
+        passes.insert(at, f"tdf-contractions-to-blas{{threads={threads}}}" if threads
+                      else "tdf-contractions-to-blas")
     if not approximate_math:
         passes = [p for p in passes if p not in APPROXIMATE_MATH]
     if not count_allocations:
@@ -207,14 +213,19 @@ STRICT_CHECK = "tdf-verify-inplace{strict=true}"
 
 
 def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
-                  fuse_kernels: bool = True) -> list[str]:
+                  fuse_kernels: bool = True, blas: bool = False) -> list[str]:
     """The first stage of the CPU pipeline: ``tdf-check-sizes`` (before
     anything that could abort on an overflowing shape), then
-    (``fuse_kernels``) :data:`FUSE_KERNELS`, then ``tdf-insert-inplace``
+    (``fuse_kernels``) :data:`FUSE_KERNELS`, with
+    ``tdf-specialize-contractions`` before the fusion when ``blas`` (so
+    that contractions stay BLAS contractions), then ``tdf-insert-inplace``
     unless ``inplace`` is off or ``copy_before_write`` is on."""
     passes = ["tdf-check-sizes"]  # before tdf-insert-inplace too
     if fuse_kernels:
         passes += FUSE_KERNELS
+    if blas:
+        at = passes.index("linalg-fuse-elementwise-ops") if fuse_kernels else len(passes)
+        passes.insert(at, "tdf-specialize-contractions")
     if inplace and not copy_before_write:
         passes.append("tdf-insert-inplace")
     return passes
@@ -230,6 +241,10 @@ CPU_OPTIONS = [
                "Lower allocations to the generic _mlir_memref_to_llvm_* functions (for counting)"),
     PassOption("approximate-math", bool, True,
                "f32 exp/log/tanh/... as vectorizable polynomials (tdf-math-approximation)"),
+    PassOption("blas", bool, False,
+               "Contractions through the runtime's BLAS route (tdf-specialize-contractions, "
+               "tdf-contractions-to-blas; calls tdf_rt_contract, which tdf.compile provides)"),
+    PassOption("blas-threads", int, 0, "BLAS threads of the contraction calls (0: default)"),
     PassOption("fuse-kernels", bool, True,
                "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
                "linalg-fuse-elementwise-ops)"),
@@ -258,7 +273,7 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     values.update(options)
     copy_before_write = values["copy-before-write"]
     stages = [("inplace", inplace_stage(values["inplace"], copy_before_write,
-                                        values["fuse-kernels"]))]
+                                        values["fuse-kernels"], values["blas"]))]
     if values["strict"]:
         stages.append(("strict", [STRICT_CHECK]))
     # tdf-check-sizes ran first in the inplace stage.
@@ -266,7 +281,8 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
                    + ["tdf-bufferize{check-sizes=false copy-before-write=true}"
                       if copy_before_write else "tdf-bufferize{check-sizes=false}"]))
     stages.append(("llvm", (["tdf-alloc-checks"] if values["alloc-checks"] else [])
-                   + lower_to_llvm(values["count-allocations"], values["approximate-math"])))
+                   + lower_to_llvm(values["count-allocations"], values["approximate-math"],
+                                   values["blas"], values["blas-threads"])))
     return stages
 
 
@@ -297,6 +313,9 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     true): f32 ``exp``/``log``/``tanh``/... as polynomials
     (``tdf-rescale-subnormal-math``, ``tdf-math-approximation``);
     ``fuse-kernels`` (default true): inline and fuse chains of kernel calls;
+    ``blas`` (default false): contractions as calls of ``tdf_rt_contract``
+    (the runtime's BLAS route, which ``tdf.compile`` provides and turns on
+    by default), on ``blas-threads`` threads (0: the library's default);
     ``bounds-checks``, ``alloc-checks`` (default false): the run-time checks
     ``tdf.compile`` inserts (``tdf-bounds-checks`` before bufferizing,
     ``tdf-alloc-checks`` before the LLVM lowering); their failures call

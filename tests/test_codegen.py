@@ -119,8 +119,8 @@ func.func @f({args}) -> ({rtypes}) {{
 def unfused(monkeypatch):
     original = pipelines.inplace_stage
 
-    def without(inplace=True, copy_before_write=False, fuse_kernels=True):
-        return original(inplace, copy_before_write, fuse_kernels=False)
+    def without(inplace=True, copy_before_write=False, fuse_kernels=True, blas=False):
+        return original(inplace, copy_before_write, fuse_kernels=False, blas=blas)
 
     def compile_unfused(text):
         with monkeypatch.context() as m:
@@ -267,7 +267,7 @@ def unvectorized(monkeypatch):
     def compile_loops(text):
         with monkeypatch.context() as m:
             m.setattr(pipelines, "lower_to_llvm", without)
-            return tdf.compile(text)
+            return tdf.compile(text, blas=False)
 
     return compile_loops
 
@@ -306,10 +306,12 @@ def test_vectorized_matmul_matches_loops_and_jax(unvectorized, m, k, n, batch, d
     a = rng.standard_normal(lead + [m, k]).astype(np_dtype)
     b = rng.standard_normal(lead + [k, n]).astype(np_dtype)
     c = rng.standard_normal(lead + [m, n]).astype(np_dtype)
-    fast = tdf.compile(text)
+    fast = tdf.compile(text)  # the BLAS route
+    vectorized = tdf.compile(text, blas=False)
     loops = unvectorized(text)
     got, ref_loops = fast.mm(a, b, c.copy()), loops.mm(a, b, c.copy())
     _check_matmul(got, a, b, c, np_dtype)
+    _check_matmul(vectorized.mm(a, b, c.copy()), a, b, c, np_dtype)
     _check_matmul(ref_loops, a, b, c, np_dtype)
     if dtype == "f32":
         want = jax.jit(lambda x, y, z: jnp.matmul(x, y, precision="highest") + z)(a, b, c)
@@ -318,10 +320,11 @@ def test_vectorized_matmul_matches_loops_and_jax(unvectorized, m, k, n, batch, d
 
 def test_matmul_is_vectorized_only_where_tiles_are_full():
     """64x64x64 is tiled 8x32x8 and becomes FMAs on vectors; an odd number of
-    rows (no full tile without a unit dimension) stays loops and is right."""
-    prog = tdf.compile(_matmul_text([64, 64], [64, 64], [64, 64], "f32"))
+    rows (no full tile without a unit dimension) stays loops and is right.
+    (The codegen route: with the BLAS on, f32 matmuls are library calls.)"""
+    prog = tdf.compile(_matmul_text([64, 64], [64, 64], [64, 64], "f32"), blas=False)
     assert "llvm.intr.fmuladd" in prog.llvm_ir and "vector<32xf32>" in prog.llvm_ir
-    prog = tdf.compile(_matmul_text([5, 7], [7, 8], [5, 8], "f32"))
+    prog = tdf.compile(_matmul_text([5, 7], [7, 8], [5, 8], "f32"), blas=False)
     assert "vector<" not in prog.llvm_ir
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((5, 7), (7, 8), (5, 8)))

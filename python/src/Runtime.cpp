@@ -50,6 +50,9 @@
 #include <vector>
 
 #include <pthread.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 #include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -111,21 +114,54 @@ extern "C" void tdf_rt_alloc_error(int64_t site, int64_t bytes) {
 
 using PackedFn = void (*)(void **);
 
+} // namespace
+
+// The BLAS route of contractions (Blas.cpp).
+extern "C" void tdf_rt_contract(int64_t, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, int64_t);
+
+namespace {
+
+#if defined(__SSE__)
+constexpr unsigned kFlushToZero = 0x8000;      // MXCSR.FTZ
+constexpr unsigned kDenormalsAreZero = 0x0040; // MXCSR.DAZ
+#endif
+
 /// Runs `fn(args)`; false when a run-time check failed (currentFailure says
 /// which). Nothing with a destructor lives in this frame: longjmp skips no
 /// cleanup. Nested calls (a kernel calling back into tdf) keep their own
 /// jump buffer.
-__attribute__((noinline)) bool invokeGuarded(PackedFn fn, void **args) {
+///
+/// With `flushDenormals` the call runs with MXCSR's flush-to-zero and
+/// denormals-are-zero bits set, as XLA's CPU code does (subnormal results
+/// are 0, subnormal inputs read as 0: jax.jit's numerics, and no
+/// microcode-assisted slow path); the caller's MXCSR is restored after,
+/// also when a check fails.
+__attribute__((noinline)) bool invokeGuarded(PackedFn fn, void **args,
+                                             bool flushDenormals) {
   std::jmp_buf buffer;
   std::jmp_buf *outer = currentJump;
   currentJump = &buffer;
-  if (setjmp(buffer) == 0) {
+#if defined(__SSE__)
+  unsigned callerCsr = _mm_getcsr();
+  if (flushDenormals)
+    _mm_setcsr(callerCsr | kFlushToZero | kDenormalsAreZero);
+#endif
+  bool ok = true;
+  if (setjmp(buffer) == 0)
     fn(args);
-    currentJump = outer;
-    return true;
-  }
+  else
+    ok = false;
+#if defined(__SSE__)
+  _mm_setcsr(callerCsr);
+#endif
   currentJump = outer;
-  return false;
+  return ok;
 }
 
 //===----------------------------------------------------------------------===//
@@ -608,6 +644,9 @@ public:
   PyObject *call(PyObject *self, PyObject *args);
 
   std::string name;
+
+  /// FTZ/DAZ for the duration of each call (see invokeGuarded).
+  bool flushDenormals = true;
 
 private:
   static void fillInfo(TensorInfo &info, nb::handle dtype, nb::handle shape) {
@@ -1092,7 +1131,8 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
     frame = shared.get();
   }
   fillFrame(frame, dataPointers, scalars, arrays);
-  ok = invokeGuarded(fn, reinterpret_cast<void **>(frame + pointerWord));
+  ok = invokeGuarded(fn, reinterpret_cast<void **>(frame + pointerWord),
+                     flushDenormals);
   if (!ok)
     failure = currentFailure;
   else if (sharedState)
@@ -1145,7 +1185,10 @@ void tdfpy::registerRuntime(nb::module_ &m) {
                     bool>(),
            nb::arg("name"), nb::arg("address"), nb::arg("params"),
            nb::arg("results"), nb::arg("free_address"), nb::arg("sites"),
-           nb::arg("shared_state") = false);
+           nb::arg("shared_state") = false)
+      .def_rw("flush_denormals", &NativeEntry::flushDenormals,
+              "Run calls with flush-to-zero / denormals-are-zero (XLA's "
+              "numerics; default true).");
   m.def(
       "runtime_symbols",
       []() {
@@ -1154,6 +1197,8 @@ void tdfpy::registerRuntime(nb::module_ &m) {
             reinterpret_cast<uintptr_t>(&tdf_rt_bounds_error);
         symbols["tdf_rt_alloc_error"] =
             reinterpret_cast<uintptr_t>(&tdf_rt_alloc_error);
+        symbols["tdf_rt_contract"] =
+            reinterpret_cast<uintptr_t>(&tdf_rt_contract);
         // The heap functions of the compiled code (memref.alloc lowers to
         // malloc/free; LLVM may form calloc): the caching allocator.
         symbols["malloc"] = reinterpret_cast<uintptr_t>(&tdf_rt_alloc);

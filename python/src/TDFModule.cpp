@@ -21,6 +21,8 @@ namespace nb = nanobind;
 namespace tdfpy {
 /// The native call path of compiled functions (Runtime.cpp).
 void registerRuntime(nb::module_ &m);
+/// Contractions through a BLAS loaded at run time (Blas.cpp).
+void registerBlas(nb::module_ &m);
 } // namespace tdfpy
 
 namespace {
@@ -110,6 +112,7 @@ NB_MODULE(_tdf, m) {
             "tdf-opt driver";
   tdfpy::registerMathPasses();
   tdfpy::registerRuntime(m);
+  tdfpy::registerBlas(m);
 
   m.def(
       "register_dialect",

@@ -46,6 +46,7 @@ import os
 
 from mlir import ir
 
+from . import blas as _blas
 from . import jit_symbols
 from . import report as _report
 from .errors import CompileError, PipelineError, StrictModeError
@@ -157,6 +158,25 @@ def _check_cpu_options(opt_level, shared_libs, strict: bool, copy_before_write: 
         raise ValueError("strict=True cannot be combined with copy_before_write=True "
                          "(the baseline copies before every write)")
     return shared_libs
+
+
+def _check_blas_options(blas, flush_denormals, num_threads) -> bool:
+    """Validates ``blas``, ``flush_denormals`` and ``num_threads``; returns
+    whether contractions go to the BLAS."""
+    if blas is not None and not isinstance(blas, bool):
+        raise TypeError(f"blas must be a bool or None, got {blas!r}")
+    if not isinstance(flush_denormals, bool):
+        raise TypeError(f"flush_denormals must be a bool, got {flush_denormals!r}")
+    if num_threads is not None and (not isinstance(num_threads, int) or
+                                    isinstance(num_threads, bool) or
+                                    not 1 <= num_threads < 1 << 16):
+        raise ValueError(f"num_threads must be an integer in 1..65535, got {num_threads!r}")
+    if blas is None:
+        return _blas.available()
+    if blas and not _blas.available():
+        raise CompileError("blas=True: no BLAS library (install scipy-openblas32; "
+                           "see tdf.blas)")
+    return blas
 
 
 # -------------------------------------------------------------------- stages
@@ -289,7 +309,8 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
 def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: bool = False,
             opt_level: int = 2, shared_libs=(), chip: str = "sm_90", filename: str = "<input>",
             copy_before_write: bool = False, count_allocations: bool = False,
-            bounds_checks: bool = True):
+            bounds_checks: bool = True, blas: bool | None = None,
+            flush_denormals: bool = True, num_threads: int | None = None):
     """Compiles a tdf program.
 
     ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
@@ -316,6 +337,16 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     function, the op's location and the value, before the function writes
     anything that the checked value reaches (see ``docs/Runtime.md``).
     Allocations are always checked: a failed one raises ``MemoryError``.
+    ``blas`` (CPU only; default: when :func:`tdf.blas.available`):
+    contractions (matmul, batch_matmul, matvec, vecmat, dot, contraction
+    generics; f32/f64, bf16/f16 inputs of f32) run through the BLAS
+    (``tdf-specialize-contractions``, ``tdf-contractions-to-blas``);
+    ``True`` without the library is a ``CompileError``.
+    ``num_threads``: the BLAS threads of this program's contractions
+    (default: the process's, see :mod:`tdf.blas`).
+    ``flush_denormals`` (CPU only, default on): calls run with
+    flush-to-zero / denormals-are-zero, as jax.jit does (a subnormal result
+    is 0); ``False`` keeps IEEE subnormals.
     Compiled functions may be called from several threads at once, and
     ``tdf.compile`` may run in several threads at once.
 
@@ -333,11 +364,12 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     shared_libs = _check_cpu_options(opt_level, shared_libs, strict, copy_before_write)
     if copy_before_write:
         inplace = False
+    blas = _check_blas_options(blas, flush_denormals, num_threads)
 
     stages = dict(pipelines.cpu_stages({
         "inplace": inplace, "strict": strict, "copy-before-write": copy_before_write,
         "count-allocations": count_allocations, "bounds-checks": bounds_checks,
-        "alloc-checks": True}))
+        "alloc-checks": True, "blas": blas, "blas-threads": num_threads or 0}))
     module = parse_program(text_or_module, filename, "tdf.compile")
     context = module.context
     with context, ir.Location.unknown(context):
@@ -371,4 +403,6 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
                             keepalive=(engine, counter),
                             free=counter.free if counter is not None else None, sites=sites)
         for name, (params, results) in entries.items()}
+    for fn in functions.values():
+        fn.flush_denormals = flush_denormals
     return Program(functions, report, engine, llvm_ir, buffer_ir, context, counter)

@@ -1,0 +1,113 @@
+// RUN: tdf-opt %s --tdf-contractions-to-blas | FileCheck %s
+// RUN: tdf-opt %s --tdf-contractions-to-blas=remarks --verify-diagnostics > /dev/null
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{threads=3})" | FileCheck %s --check-prefix=THREADS
+// RUN: not tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{threads=-1})" 2>&1 | FileCheck %s --check-prefix=BADOPT
+
+// BADOPT: error: threads must be in 0..65535, got -1
+
+// A matmul whose init was just filled with zero: the fill is dropped and the
+// call overwrites the buffer. flags = f32 A, B, C (0), no accumulate bit,
+// kinds M, N, K = 1 | 2 << 2 | 3 << 4 at bit 16: 0x390000 = 3735552.
+// Per dimension: its size, then A's, B's and C's stride (0 where absent).
+// CHECK-LABEL: func.func @matmul_zero_init
+// CHECK-SAME:    (%[[A:[^:]+]]: memref<8x4xf32>, %[[B:[^:]+]]: memref<4x16xf32>)
+// CHECK-NOT:     linalg.fill
+// CHECK:         memref.extract_strided_metadata %[[A]]
+// CHECK:         memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK:         memref.extract_strided_metadata %[[B]]
+// CHECK:         %[[ZERO:[^ ]+]] = arith.constant 0 : i64
+// CHECK:         %[[FLAGS:[^ ]+]] = arith.constant 3735552 : i64
+// CHECK:         %[[RANK:[^ ]+]] = arith.constant 3 : i64
+// CHECK:         call @tdf_rt_contract(%[[FLAGS]], {{.*}}, %[[RANK]], %{{[^,]+}}, %{{[^,]+}}, %[[ZERO]],
+// CHECK-NOT:     linalg.matmul
+// THREADS-LABEL: func.func @matmul_zero_init
+// THREADS:       arith.constant 12888637440 : i64
+func.func @matmul_zero_init(%a: memref<8x4xf32>, %b: memref<4x16xf32>) -> memref<8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  return %c : memref<8x16xf32>
+}
+
+// An init that is an argument accumulates (bit 12: 3735552 + 4096), and so
+// does one filled with a non-zero value (the fill stays).
+// CHECK-LABEL: func.func @accumulate
+// CHECK:         arith.constant 3739648 : i64
+// CHECK:         call @tdf_rt_contract
+// CHECK:         linalg.fill
+// CHECK:         arith.constant 3739648 : i64
+// CHECK:         call @tdf_rt_contract
+func.func @accumulate(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>) {
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  %one = arith.constant 1.0 : f32
+  %d = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%one : f32) outs(%d : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%d : memref<8x16xf32>)
+  memref.dealloc %d : memref<8x16xf32>
+  return
+}
+
+// A transposed, strided view of B: its strides go to the runtime as they are
+// (no copy in the IR). bf16 inputs of an f32 result: types 2, 2, 0.
+// CHECK-LABEL: func.func @strided_bf16
+// CHECK-NOT:     memref.copy
+// CHECK:         call @tdf_rt_contract
+#bt = affine_map<(m, n, k) -> (n, k)>
+#a = affine_map<(m, n, k) -> (m, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @strided_bf16(%a: memref<8x4xbf16>, %b: memref<16x4xbf16, strided<[8, 2]>>, %c: memref<8x16xf32>) {
+  linalg.contract indexing_maps = [#a, #bt, #c]
+      ins(%a, %b : memref<8x4xbf16>, memref<16x4xbf16, strided<[8, 2]>>) outs(%c : memref<8x16xf32>)
+  return
+}
+
+// Batch, dynamic sizes, a generic with the contraction body.
+// CHECK-LABEL: func.func @batched_generic
+// CHECK:         call @tdf_rt_contract
+// CHECK-NOT:     linalg.generic
+func.func @batched_generic(%a: memref<?x?x?xf64>, %b: memref<?x?x?xf64>, %c: memref<?x?x?xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>,
+                                   affine_map<(b, m, n, k) -> (b, k, n)>,
+                                   affine_map<(b, m, n, k) -> (b, m, n)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<?x?x?xf64>, memref<?x?x?xf64>) outs(%c : memref<?x?x?xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// Not contractions the BLAS takes: integers, a body that is not C + A * B,
+// an f16 result, ops on tensors.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT:     call @tdf_rt_contract
+// CHECK:         linalg.matmul
+// CHECK:         linalg.generic
+// CHECK:         linalg.matmul
+// CHECK:         linalg.matmul
+// CHECK:         return
+// The runtime function is declared once, at the end of the module.
+// CHECK:       func.func private @tdf_rt_contract(i64{{(, i64)+}})
+// CHECK-NOT:   @tdf_rt_contract(
+func.func @left_alone(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %a: memref<4x4xf32>,
+                      %c: memref<4x4xf32>, %ah: memref<4x4xf16>, %ch: memref<4x4xf16>,
+                      %t: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-remark @below {{not a BLAS contraction: element types i32, i32 -> i32}}
+  linalg.matmul ins(%ai, %ai : memref<4x4xi32>, memref<4x4xi32>) outs(%ci : memref<4x4xi32>)
+  // expected-remark @below {{not a BLAS contraction: the body is not C + A * B}}
+  linalg.generic {indexing_maps = [#a, #bt, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%c : memref<4x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %e = math.exp %x : f32
+    %p = arith.mulf %e, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  // expected-remark @below {{not a BLAS contraction: element types f16, f16 -> f16}}
+  linalg.matmul ins(%ah, %ah : memref<4x4xf16>, memref<4x4xf16>) outs(%ch : memref<4x4xf16>)
+  %r = linalg.matmul ins(%t, %t : tensor<4x4xf32>, tensor<4x4xf32>) outs(%t : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}

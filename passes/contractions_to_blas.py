@@ -1,0 +1,201 @@
+"""``tdf-contractions-to-blas``: contractions on memrefs become calls of the
+tdf runtime's ``tdf_rt_contract``, which runs them through a tuned BLAS
+(OpenBLAS) in destination-passing style.
+
+Runs after bufferization, before ``tdf-vectorize-contractions`` and
+``convert-linalg-to-loops``. Every linalg op that
+:func:`tdf.passes.analysis.contractions.classify` accepts (``C (+)= A * B``
+over projected permutation maps: matmul, batch_matmul, matvec, vecmat, dot,
+``linalg.contract`` and contraction ``linalg.generic`` ops, f32/f64, bf16/f16
+inputs of f32) is replaced by one call that passes, per operand, its aligned
+pointer and offset and, per loop dimension, its kind, size and each
+operand's stride (``memref.extract_strided_metadata``): any layout,
+including transposed and strided views, static or dynamic shapes. The
+runtime picks the GEMM's dimensions, the transpose flags and leading
+dimensions, loops or batches the others, and copies only what no BLAS
+layout describes (see ``python/src/Blas.cpp``).
+
+The output buffer is the destination: the call accumulates into it
+(``beta = 1``), except when the op's init was just filled with zero
+(``linalg.fill`` of ``0.0`` into a fresh ``memref.alloc`` right before, no
+other access in between): the fill is dropped and the call overwrites the
+buffer (``beta = 0``).
+
+Option ``threads`` (0: the library's default, the cores) is the BLAS thread
+count of these calls; ``remarks`` reports each contraction left to loops.
+Statistic ``contractions``.
+
+Before::
+
+    linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+    linalg.matmul ins(%a, %bt : memref<8x4xf32>, memref<4x16xf32, strided<[1, 4]>>)
+                  outs(%c : memref<8x16xf32>)
+
+After (sketch)::
+
+    %base, %off, %sizes:2, %strides:2 = memref.extract_strided_metadata %a ...
+    ...
+    func.call @tdf_rt_contract(%flags, %pa, %offa, %pb, %offb, %pc, %offc,
+                               %rank, %m, %sam, %c0, %scm, ...) : (i64, ...) -> ()
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, func, memref
+
+from ._ir import collect_ops
+from ._runtime_sites import CONTRACT, RUNTIME_FUNCTIONS, declare
+from .analysis.contractions import (
+    CONTRACTION_OPS,
+    MAX_DIMS,
+    TYPE_CODES,
+    classify,
+    defining_op,
+)
+from .registry import PassContext, PassOption, register_pass
+
+__all__ = ["contractions_to_blas", "contraction_flags"]
+
+_VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",
+          "memref.collapse_shape", "memref.transpose", "memref.view")
+# Ops between a fill and the contraction that touch no memory.
+_PURE = ("arith.constant", "memref.dim", "memref.extract_strided_metadata",
+         "memref.extract_aligned_pointer_as_index", "arith.index_cast") + _VIEWS
+
+
+def contraction_flags(types, kinds, accumulate: bool, threads: int = 0) -> int:
+    """The ``flags`` word of ``tdf_rt_contract``: element types of A, B, C
+    in bits 0-11, accumulate in bit 12, loop dimension kinds from bit 16
+    (two bits each), the BLAS thread count (0: default) from bit 32."""
+    flags = TYPE_CODES[types[0]] | TYPE_CODES[types[1]] << 4 | TYPE_CODES[types[2]] << 8
+    flags |= int(accumulate) << 12
+    for d, kind in enumerate(kinds):
+        flags |= kind << (16 + 2 * d)
+    return flags | threads << 32
+
+
+def _root(value):
+    """The allocation a memref value views (through view-like ops)."""
+    while (owner := defining_op(value)) is not None and owner.name in _VIEWS:
+        value = owner.operands[0]
+    return value
+
+
+def _zero_fill_before(op, c, inputs):
+    """The ``linalg.fill`` of zero into ``c`` (a fresh allocation no input
+    views) right before ``op``, or None."""
+    owner = defining_op(c)
+    if owner is None or owner.name != "memref.alloc":
+        return None
+    if any(_root(v) == c for v in inputs):
+        return None
+    prev = op.operation
+    block = op.operation.block
+    ops = list(block.operations)
+    index = next(i for i, o in enumerate(ops) if o.operation == prev)
+    for candidate in reversed(ops[:index]):
+        name = candidate.operation.name
+        if name == "linalg.fill":
+            fill = candidate.operation
+            if list(fill.operands)[1] != c:
+                return None
+            value = defining_op(list(fill.operands)[0])
+            if value is None or value.name != "arith.constant":
+                return None
+            attr = value.attributes["value"]
+            return fill if isinstance(attr, ir.FloatAttr) and attr.value == 0.0 else None
+        if name not in _PURE:
+            return None
+    return None
+
+
+def _has_reduction(op) -> bool:
+    """Named contractions, and generics with a reduction loop (element-wise
+    generics are not worth a remark)."""
+    if op.name != "linalg.generic":
+        return True
+    return any("reduction" in str(t) for t in ir.ArrayAttr(op.attributes["iterator_types"]))
+
+
+def _i64(value):
+    return arith.index_cast(ir.IntegerType.get_signless(64), value)
+
+
+def _const(n: int):
+    return arith.constant(ir.IntegerType.get_signless(64), n)
+
+
+def _operand_layout(value, amap):
+    """(pointer, offset, {loop dim: (size, stride)}) of one operand, as i64
+    values."""
+    rank = ir.MemRefType(value.type).rank
+    meta = memref.ExtractStridedMetadataOp(value)
+    results = list(meta.results)
+    offset, sizes, strides = results[1], results[2:2 + rank], results[2 + rank:]
+    pointer = memref.ExtractAlignedPointerAsIndexOp(value).result
+    dims = {}
+    for j, expr in enumerate(amap.results):
+        dims[ir.AffineDimExpr(expr).position] = (sizes[j], strides[j])
+    return _i64(pointer), _i64(offset), dims
+
+
+def _rewrite(contraction, threads: int) -> None:
+    op = contraction.op
+    a, b, c = contraction.operands
+    with ir.InsertionPoint(op), op.location:
+        fill = _zero_fill_before(op, c, (a, b))
+        layouts = [_operand_layout(v, m) for v, m in zip((a, b, c), contraction.maps)]
+        zero = _const(0)
+        args = [_const(contraction_flags(contraction.types, contraction.kinds,
+                                         accumulate=fill is None, threads=threads))]
+        for pointer, offset, _ in layouts:
+            args += [pointer, offset]
+        args.append(_const(len(contraction.kinds)))
+        for d in range(MAX_DIMS):
+            if d >= len(contraction.kinds):
+                args += [zero] * 4
+                continue
+            size = next(dims[d][0] for _, _, dims in layouts if d in dims)
+            args.append(_i64(size))
+            args += [_i64(dims[d][1]) if d in dims else zero for _, _, dims in layouts]
+        func.call([], CONTRACT, args)
+    op.operation.erase()
+    if fill is not None:
+        fill.erase()
+
+
+@register_pass(
+    "tdf-contractions-to-blas",
+    "Contractions on memrefs (matmul, batch_matmul, matvec, vecmat, dot, contraction "
+    "generics; f32/f64, bf16/f16 inputs of f32) to calls of the runtime's BLAS route",
+    options=[PassOption("threads", int, 0, "BLAS threads of these calls (0: the default)"),
+             PassOption("remarks", bool, False, "A remark for every contraction left as loops")],
+    statistics=[("contractions", "contractions turned into tdf_rt_contract calls")],
+)
+def contractions_to_blas(op, ctx: PassContext) -> None:
+    """See the module docstring. Ops on tensors are left alone."""
+    threads = ctx.option("threads")
+    if not 0 <= threads < 1 << 16:
+        ctx.error(op, f"threads must be in 0..65535, got {threads}")
+        return
+    found = []
+    for target in collect_ops(op, CONTRACTION_OPS):
+        if not all(isinstance(v.type, ir.MemRefType) for v in target.operands):
+            continue
+        contraction = classify(target)
+        if isinstance(contraction, str):
+            if ctx.option("remarks") and _has_reduction(target):
+                ctx.remark(target, f"not a BLAS contraction: {contraction}")
+            continue
+        found.append(contraction)
+    if not found:
+        return
+    module = op
+    while module.name != "builtin.module":
+        module = module.parent
+    declare(module, CONTRACT)
+    assert RUNTIME_FUNCTIONS[CONTRACT] == 8 + 4 * MAX_DIMS
+    for contraction in found:
+        _rewrite(contraction, threads)
+    ctx.statistic("contractions", len(found))

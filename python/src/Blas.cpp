@@ -1,0 +1,776 @@
+//===- Blas.cpp - contractions of compiled code through a tuned BLAS ------===//
+//
+// `tdf_rt_contract`: the function `tdf-contractions-to-blas` calls in place
+// of a linalg contraction on memrefs (C (+)= A * B over any projected
+// permutation maps: matmul, batch_matmul, matvec, vecmat, dot and every
+// linalg.generic / linalg.contract of that form). It receives the three
+// operands' aligned pointers and offsets and, per loop dimension, its kind
+// (batch, M, N or K), its size and the stride of each operand along it (0
+// where the operand does not have it), and runs:
+//
+// 1. zero-size and unit dimensions out, then dimensions of one kind that are
+//    contiguous in every operand collapsed into one (x[b, s, d] @ w[d, f] is
+//    one GEMM with M = b * s);
+// 2. one M, N and K dimension chosen as the GEMM's, every other one a loop
+//    around the call (or the library's strided-batch entry point); extra K
+//    dimensions accumulate (beta = 1 after the first);
+// 3. each operand passed to the library with its transpose flag and leading
+//    dimension: never a strided gather. An operand no BLAS layout describes
+//    (no unit stride, a leading dimension too small, bf16/f16 inputs of an
+//    f32 contraction) is packed into a contiguous temporary first; a result
+//    that overlaps an input is computed into a temporary and copied back (the
+//    library is never handed overlapping buffers);
+// 4. gemv when the GEMM has one row or one column, gemm otherwise.
+//
+// The library is loaded at run time (`blas_load`, from Python: OpenBLAS of
+// the `scipy-openblas32` package, whose symbols carry a `scipy_` prefix); the
+// thread count is the library's (`blas_set_threads`).
+//
+//===----------------------------------------------------------------------===//
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <dlfcn.h>
+
+namespace nb = nanobind;
+
+extern "C" void tdf_rt_alloc_error(int64_t site, int64_t bytes);
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The library
+//===----------------------------------------------------------------------===//
+
+// CBLAS enums (cblas.h).
+constexpr int kRowMajor = 101, kColMajor = 102;
+constexpr int kNoTrans = 111, kTrans = 112;
+using blasint = int; // scipy-openblas32: 32-bit integers
+
+using SgemmFn = void (*)(int, int, int, blasint, blasint, blasint, float,
+                         const float *, blasint, const float *, blasint, float,
+                         float *, blasint);
+using DgemmFn = void (*)(int, int, int, blasint, blasint, blasint, double,
+                         const double *, blasint, const double *, blasint,
+                         double, double *, blasint);
+using SgemvFn = void (*)(int, int, blasint, blasint, float, const float *,
+                         blasint, const float *, blasint, float, float *,
+                         blasint);
+using DgemvFn = void (*)(int, int, blasint, blasint, double, const double *,
+                         blasint, const double *, blasint, double, double *,
+                         blasint);
+using SgemmBatchFn = void (*)(int, int, int, blasint, blasint, blasint, float,
+                              const float *, blasint, blasint, const float *,
+                              blasint, blasint, float, float *, blasint,
+                              blasint, blasint);
+using DgemmBatchFn = void (*)(int, int, int, blasint, blasint, blasint, double,
+                              const double *, blasint, blasint, const double *,
+                              blasint, blasint, double, double *, blasint,
+                              blasint, blasint);
+
+struct Library {
+  std::string path;
+  void *handle = nullptr;
+  SgemmFn sgemm = nullptr;
+  DgemmFn dgemm = nullptr;
+  SgemvFn sgemv = nullptr;
+  DgemvFn dgemv = nullptr;
+  SgemmBatchFn sgemmBatch = nullptr; // optional
+  DgemmBatchFn dgemmBatch = nullptr; // optional
+  void (*setThreads)(int) = nullptr;
+  int (*getThreads)() = nullptr;
+};
+
+std::mutex libraryLock;
+Library library;
+std::atomic<bool> libraryReady{false};
+std::mutex threadLock;
+
+template <typename Fn> Fn symbol(void *handle, const std::string &name) {
+  return reinterpret_cast<Fn>(dlsym(handle, name.c_str()));
+}
+
+/// Loads the BLAS at `path` with symbol prefix `prefix`; an error message,
+/// empty on success. Loading a second library is an error (compiled code
+/// may already call the first).
+std::string loadLibrary(const std::string &path, const std::string &prefix) {
+  std::lock_guard<std::mutex> guard(libraryLock);
+  if (libraryReady.load())
+    return library.path == path
+               ? ""
+               : "a BLAS is already loaded from '" + library.path + "'";
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    return "cannot load '" + path + "': " + (why ? why : "unknown error");
+  }
+  Library lib;
+  lib.path = path;
+  lib.handle = handle;
+  lib.sgemm = symbol<SgemmFn>(handle, prefix + "cblas_sgemm");
+  lib.dgemm = symbol<DgemmFn>(handle, prefix + "cblas_dgemm");
+  lib.sgemv = symbol<SgemvFn>(handle, prefix + "cblas_sgemv");
+  lib.dgemv = symbol<DgemvFn>(handle, prefix + "cblas_dgemv");
+  lib.sgemmBatch =
+      symbol<SgemmBatchFn>(handle, prefix + "cblas_sgemm_batch_strided");
+  lib.dgemmBatch =
+      symbol<DgemmBatchFn>(handle, prefix + "cblas_dgemm_batch_strided");
+  lib.setThreads =
+      symbol<void (*)(int)>(handle, prefix + "openblas_set_num_threads");
+  lib.getThreads =
+      symbol<int (*)()>(handle, prefix + "openblas_get_num_threads");
+  if (!lib.sgemm || !lib.dgemm || !lib.sgemv || !lib.dgemv) {
+    dlclose(handle);
+    return "'" + path + "' does not define " + prefix + "cblas_sgemm, " +
+           prefix + "cblas_dgemm, " + prefix + "cblas_sgemv and " + prefix +
+           "cblas_dgemv";
+  }
+  library = lib;
+  libraryReady.store(true);
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Operands
+//===----------------------------------------------------------------------===//
+
+enum ElementType : int { F32 = 0, F64 = 1, BF16 = 2, F16 = 3 };
+enum DimKind : int { Batch = 0, M = 1, N = 2, K = 3 };
+constexpr int kMaxDims = 6;
+
+int64_t elementBytes(int type) { return type == F32 ? 4 : type == F64 ? 8 : 2; }
+
+double loadElement(const char *p, int type) {
+  switch (type) {
+  case F32:
+    return *reinterpret_cast<const float *>(p);
+  case F64:
+    return *reinterpret_cast<const double *>(p);
+  case BF16: {
+    uint32_t bits = uint32_t(*reinterpret_cast<const uint16_t *>(p)) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  default:
+    return float(*reinterpret_cast<const _Float16 *>(p));
+  }
+}
+
+struct Dim {
+  int kind;
+  int64_t size;
+  int64_t stride[3]; // in elements, of A, B, C
+};
+
+/// A 2-d view of one operand for one call: element (r, c) at
+/// base + (r * rowStride + c * colStride) elements.
+struct Matrix {
+  const char *base;
+  int type;
+  int64_t rows, cols, rowStride, colStride;
+};
+
+/// The scratch buffers of one contraction (freed on every exit).
+struct Scratch {
+  void *blocks[4] = {nullptr, nullptr, nullptr, nullptr};
+  int used = 0;
+  void *get(int64_t bytes) {
+    void *p = std::malloc(size_t(std::max<int64_t>(bytes, 64)));
+    if (!p) {
+      release();
+      tdf_rt_alloc_error(-1, bytes); // longjmps to the call's trampoline
+    }
+    blocks[used++] = p;
+    return p;
+  }
+  void release() {
+    for (int i = 0; i < used; ++i)
+      std::free(blocks[i]);
+    used = 0;
+  }
+  ~Scratch() { release(); }
+};
+
+/// Leading dimension of `m` as a BLAS operand of storage order `rowMajor`
+/// with transpose flag `trans`, or -1 when that layout does not describe it.
+/// A unit dimension's stride is free (any valid leading dimension).
+int64_t leadingDim(const Matrix &m, bool rowMajor, bool trans) {
+  // Row-major no-trans and column-major trans: unit column stride, the row
+  // stride is the leading dimension (at least cols).
+  bool rowsLead = rowMajor != trans;
+  int64_t unit = rowsLead ? m.colStride : m.rowStride;
+  int64_t lead = rowsLead ? m.rowStride : m.colStride;
+  int64_t unitSize = rowsLead ? m.cols : m.rows;
+  int64_t leadSize = rowsLead ? m.rows : m.cols;
+  if (unit != 1 && unitSize > 1)
+    return -1;
+  int64_t least = std::max<int64_t>(1, unitSize);
+  if (leadSize <= 1)
+    return least;
+  if (lead < least || lead > INT32_MAX)
+    return -1;
+  return lead;
+}
+
+inline float toFloat(float v) { return v; }
+inline float toFloat(double v) { return float(v); }
+inline float toFloat(uint16_t bf16) {
+  uint32_t bits = uint32_t(bf16) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+inline float toFloat(_Float16 v) { return float(v); }
+
+/// Copies rows of `m` (source element type `Src`) into `out`, row-major
+/// contiguous, converted to `Dst`: unit-stride rows vectorize.
+template <typename Src, typename Dst> void packRows(const Matrix &m, Dst *out) {
+  const Src *src = reinterpret_cast<const Src *>(m.base);
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const Src *row = src + r * m.rowStride;
+    Dst *dst = out + r * m.cols;
+    if (m.colStride == 1) {
+      for (int64_t c = 0; c < m.cols; ++c)
+        dst[c] = Dst(toFloat(row[c]));
+    } else {
+      for (int64_t c = 0; c < m.cols; ++c)
+        dst[c] = Dst(toFloat(row[c * m.colStride]));
+    }
+  }
+}
+
+template <> void packRows<double, double>(const Matrix &m, double *out) {
+  const double *src = reinterpret_cast<const double *>(m.base);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c)
+      out[r * m.cols + c] = src[r * m.rowStride + c * m.colStride];
+}
+
+/// Copies `m` into a contiguous row-major matrix of `type` (F32 or F64):
+/// the layout of a column-major matrix is kept by packing its transpose
+/// (the rows then run along its unit stride).
+Matrix pack(const Matrix &m, int type, Scratch &scratch) {
+  bool transposed = m.rowStride == 1 && m.colStride != 1 && m.rows > 1;
+  Matrix src = transposed ? Matrix{m.base, m.type,      m.cols,
+                                   m.rows, m.colStride, m.rowStride}
+                          : m;
+  void *out = scratch.get(m.rows * m.cols * elementBytes(type));
+  if (type == F64) {
+    packRows<double, double>(src, static_cast<double *>(out));
+  } else {
+    float *dst = static_cast<float *>(out);
+    switch (m.type) {
+    case F32:
+      packRows<float, float>(src, dst);
+      break;
+    case BF16:
+      packRows<uint16_t, float>(src, dst);
+      break;
+    default:
+      packRows<_Float16, float>(src, dst);
+      break;
+    }
+  }
+  if (transposed)
+    return Matrix{static_cast<char *>(out), type, m.rows, m.cols, 1, m.rows};
+  return Matrix{static_cast<char *>(out), type, m.rows, m.cols, m.cols, 1};
+}
+
+/// Byte range [lo, hi) an operand covers over `dims`.
+void byteRange(const char *base, int operand, int64_t esize, const Dim *dims,
+               int rank, const char *&lo, const char *&hi) {
+  int64_t low = 0, high = 0;
+  for (int i = 0; i < rank; ++i) {
+    int64_t extent = (dims[i].size - 1) * dims[i].stride[operand];
+    (extent < 0 ? low : high) += extent;
+  }
+  lo = base + low * esize;
+  hi = base + (high + 1) * esize;
+}
+
+//===----------------------------------------------------------------------===//
+// One GEMM
+//===----------------------------------------------------------------------===//
+
+/// C (+)= A * B for an M x K A, K x N B and M x N C, all of C's type (F32 or
+/// F64); `a` and `b` already packed where no BLAS layout describes them.
+template <typename T>
+void gemm(const Matrix &a, const Matrix &b, Matrix c, bool accumulate) {
+  const Library &lib = library;
+  T beta = accumulate ? T(1) : T(0);
+  T *cp = const_cast<T *>(reinterpret_cast<const T *>(c.base));
+  const T *ap = reinterpret_cast<const T *>(a.base);
+  const T *bp = reinterpret_cast<const T *>(b.base);
+  int64_t m = c.rows, n = c.cols, k = a.cols;
+  if (n == 1 || m == 1) {
+    // gemv: y = Mat * x, Mat = A (n == 1) or B^T (m == 1).
+    Matrix mat =
+        n == 1 ? a : Matrix{b.base, b.type, n, k, b.colStride, b.rowStride};
+    const T *matp = reinterpret_cast<const T *>(mat.base);
+    const T *xp = n == 1 ? bp : ap;
+    int64_t incx = n == 1 ? b.rowStride : a.colStride;
+    int64_t incy = n == 1 ? c.rowStride : c.colStride;
+    if (k == 1)
+      incx = 1;
+    if (mat.rows == 1)
+      incy = 1;
+    bool rowMajor = leadingDim(mat, true, false) >= 0;
+    int64_t ld = leadingDim(mat, rowMajor, false);
+    if (std::is_same<T, float>::value)
+      lib.sgemv(rowMajor ? kRowMajor : kColMajor, kNoTrans, blasint(mat.rows),
+                blasint(k), 1.0f, reinterpret_cast<const float *>(matp),
+                blasint(ld), reinterpret_cast<const float *>(xp), blasint(incx),
+                float(beta), reinterpret_cast<float *>(cp), blasint(incy));
+    else
+      lib.dgemv(rowMajor ? kRowMajor : kColMajor, kNoTrans, blasint(mat.rows),
+                blasint(k), 1.0, reinterpret_cast<const double *>(matp),
+                blasint(ld), reinterpret_cast<const double *>(xp),
+                blasint(incx), double(beta), reinterpret_cast<double *>(cp),
+                blasint(incy));
+    return;
+  }
+  bool rowMajor = leadingDim(c, true, false) >= 0;
+  int64_t ldc = leadingDim(c, rowMajor, false);
+  bool ta = leadingDim(a, rowMajor, false) < 0;
+  bool tb = leadingDim(b, rowMajor, false) < 0;
+  int64_t lda = leadingDim(a, rowMajor, ta), ldb = leadingDim(b, rowMajor, tb);
+  int order = rowMajor ? kRowMajor : kColMajor;
+  if (std::is_same<T, float>::value)
+    lib.sgemm(order, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, blasint(m),
+              blasint(n), blasint(k), 1.0f, reinterpret_cast<const float *>(ap),
+              blasint(lda), reinterpret_cast<const float *>(bp), blasint(ldb),
+              float(beta), reinterpret_cast<float *>(cp), blasint(ldc));
+  else
+    lib.dgemm(order, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, blasint(m),
+              blasint(n), blasint(k), 1.0, reinterpret_cast<const double *>(ap),
+              blasint(lda), reinterpret_cast<const double *>(bp), blasint(ldb),
+              double(beta), reinterpret_cast<double *>(cp), blasint(ldc));
+}
+
+/// Whether `m` can be handed to the library as it is (for a GEMM of C's
+/// storage order `rowMajor`; a gemv operand needs a layout in either order).
+bool direct(const Matrix &m, int cType, bool rowMajor) {
+  if (m.type != cType)
+    return false;
+  return leadingDim(m, rowMajor, false) >= 0 ||
+         leadingDim(m, rowMajor, true) >= 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The contraction
+//===----------------------------------------------------------------------===//
+
+struct Contraction {
+  const char *base[3];
+  int type[3];
+  bool accumulate;
+  Dim dims[kMaxDims];
+  int rank;
+};
+
+/// Reference loops (any strides, any overlap): what the linalg op's loops
+/// compute, for shapes the library cannot take (sizes beyond 32 bits, a
+/// result with a zero or negative stride).
+template <typename T> void reference(const Contraction &op) {
+  int64_t index[kMaxDims] = {0};
+  int64_t es[3] = {elementBytes(op.type[0]), elementBytes(op.type[1]),
+                   elementBytes(op.type[2])};
+  int64_t total = 1;
+  for (int i = 0; i < op.rank; ++i)
+    total *= op.dims[i].size;
+  if (!op.accumulate) {
+    // C = 0 first: every C element once (at K index 0).
+    for (int64_t step = 0; step < total; ++step) {
+      int64_t off = 0, rem = step;
+      bool first = true;
+      for (int i = op.rank - 1; i >= 0; --i) {
+        int64_t v = rem % op.dims[i].size;
+        rem /= op.dims[i].size;
+        off += v * op.dims[i].stride[2];
+        if (op.dims[i].kind == K && v != 0)
+          first = false;
+      }
+      if (first)
+        *reinterpret_cast<T *>(const_cast<char *>(op.base[2]) + off * es[2]) =
+            T(0);
+    }
+  }
+  for (int64_t step = 0; step < total; ++step) {
+    int64_t off[3] = {0, 0, 0}, rem = step;
+    for (int i = op.rank - 1; i >= 0; --i) {
+      index[i] = rem % op.dims[i].size;
+      rem /= op.dims[i].size;
+      for (int o = 0; o < 3; ++o)
+        off[o] += index[i] * op.dims[i].stride[o];
+    }
+    T a = T(loadElement(op.base[0] + off[0] * es[0], op.type[0]));
+    T b = T(loadElement(op.base[1] + off[1] * es[1], op.type[1]));
+    T *c =
+        reinterpret_cast<T *>(const_cast<char *>(op.base[2]) + off[2] * es[2]);
+    *c = *c + a * b;
+  }
+}
+
+/// Drops unit dimensions and merges dimensions of one kind that are
+/// contiguous in every operand (outer stride = inner size * inner stride).
+void simplify(Contraction &op) {
+  int rank = 0;
+  for (int i = 0; i < op.rank; ++i)
+    if (op.dims[i].size != 1)
+      op.dims[rank++] = op.dims[i];
+  op.rank = rank;
+  bool merged = true;
+  while (merged) {
+    merged = false;
+    for (int x = 0; x < op.rank && !merged; ++x)
+      for (int y = 0; y < op.rank && !merged; ++y) {
+        Dim &outer = op.dims[x], &inner = op.dims[y];
+        if (x == y || outer.kind != inner.kind)
+          continue;
+        bool contiguous = true;
+        for (int o = 0; o < 3; ++o)
+          contiguous &= outer.stride[o] == inner.size * inner.stride[o];
+        if (!contiguous)
+          continue;
+        inner.size *= outer.size;
+        op.dims[x] = op.dims[--op.rank];
+        merged = true;
+      }
+  }
+}
+
+/// The dimension of `kind` the GEMM takes: a unit stride in the operands
+/// that have it first, then the largest. -1 when there is none.
+int pickCore(const Contraction &op, int kind) {
+  int best = -1;
+  int64_t bestScore = -1;
+  for (int i = 0; i < op.rank; ++i) {
+    const Dim &d = op.dims[i];
+    if (d.kind != kind)
+      continue;
+    int units = 0;
+    for (int o = 0; o < 3; ++o)
+      units += d.stride[o] == 1;
+    // Units dominate, size breaks ties.
+    int64_t score =
+        int64_t(units) << 56 | std::min<int64_t>(d.size, (int64_t(1) << 55));
+    if (score > bestScore) {
+      bestScore = score;
+      best = i;
+    }
+  }
+  return best;
+}
+
+bool fitsBlas(const Contraction &op) {
+  for (int i = 0; i < op.rank; ++i) {
+    if (op.dims[i].size > INT32_MAX)
+      return false;
+    if (op.dims[i].kind != K && op.dims[i].stride[2] <= 0)
+      return false; // a result written twice or backwards: reference order
+  }
+  return true;
+}
+
+template <typename T> void run(Contraction op) {
+  Scratch scratch;
+  int core[4] = {-1, pickCore(op, M), pickCore(op, N), pickCore(op, K)};
+  int64_t es[3] = {elementBytes(op.type[0]), elementBytes(op.type[1]),
+                   elementBytes(op.type[2])};
+  auto size = [&](int kind) {
+    return core[kind] < 0 ? 1 : op.dims[core[kind]].size;
+  };
+  auto stride = [&](int kind, int o) {
+    return core[kind] < 0 ? 0 : op.dims[core[kind]].stride[o];
+  };
+  int64_t m = size(M), n = size(N), k = size(K);
+  int outer[kMaxDims], nOuter = 0;
+  for (int i = 0; i < op.rank; ++i)
+    if (i != core[M] && i != core[N] && i != core[K])
+      outer[nOuter++] = i;
+
+  // The result: in place, or a contiguous temporary when it overlaps an
+  // input (whole extents, every outer index) or has no BLAS layout.
+  const char *lo[3], *hi[3];
+  for (int o = 0; o < 3; ++o)
+    byteRange(op.base[o], o, es[o], op.dims, op.rank, lo[o], hi[o]);
+  bool overlaps = false;
+  for (int o = 0; o < 2; ++o)
+    overlaps |= lo[o] < hi[2] && lo[2] < hi[o];
+  Matrix cView{op.base[2], op.type[2], m, n, stride(M, 2), stride(N, 2)};
+  bool cDirect = !overlaps && (leadingDim(cView, true, false) >= 0 ||
+                               leadingDim(cView, false, false) >= 0);
+  bool rowMajor = !cDirect || leadingDim(cView, true, false) >= 0;
+  char *cTemp =
+      cDirect ? nullptr : static_cast<char *>(scratch.get(m * n * es[2]));
+
+  int64_t idx[kMaxDims] = {0};
+  int64_t total = 1;
+  for (int i = 0; i < nOuter; ++i)
+    total *= op.dims[outer[i]].size;
+  for (int64_t step = 0; step < total; ++step) {
+    int64_t off[3] = {0, 0, 0}, rem = step;
+    bool laterK = false;
+    for (int i = nOuter - 1; i >= 0; --i) {
+      const Dim &d = op.dims[outer[i]];
+      idx[i] = rem % d.size;
+      rem /= d.size;
+      for (int o = 0; o < 3; ++o)
+        off[o] += idx[i] * d.stride[o];
+      laterK |= d.kind == K && idx[i] != 0;
+    }
+    bool accumulate = op.accumulate || laterK;
+    Matrix a{op.base[0] + off[0] * es[0],
+             op.type[0],
+             m,
+             k,
+             stride(M, 0),
+             stride(K, 0)};
+    Matrix b{op.base[1] + off[1] * es[1],
+             op.type[1],
+             k,
+             n,
+             stride(K, 1),
+             stride(N, 1)};
+    Matrix c{op.base[2] + off[2] * es[2],
+             op.type[2],
+             m,
+             n,
+             stride(M, 2),
+             stride(N, 2)};
+    Scratch packs;
+    if (!direct(a, op.type[2], rowMajor))
+      a = pack(a, op.type[2], packs);
+    if (!direct(b, op.type[2], rowMajor))
+      b = pack(b, op.type[2], packs);
+    if (cDirect) {
+      gemm<T>(a, b, c, accumulate);
+      continue;
+    }
+    Matrix t{cTemp, op.type[2], m, n, n, 1};
+    T *tp = reinterpret_cast<T *>(cTemp);
+    if (accumulate)
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t q = 0; q < n; ++q)
+          tp[r * n + q] = *reinterpret_cast<const T *>(
+              c.base + (r * c.rowStride + q * c.colStride) * es[2]);
+    gemm<T>(a, b, t, accumulate);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t q = 0; q < n; ++q)
+        *reinterpret_cast<T *>(const_cast<char *>(c.base) +
+                               (r * c.rowStride + q * c.colStride) * es[2]) =
+            tp[r * n + q];
+  }
+}
+
+/// The strided-batch entry point for one batch-like outer dimension over
+/// direct operands: one library call for the whole batch.
+template <typename T> bool runBatched(const Contraction &op) {
+  if (op.rank != 4)
+    return false;
+  int core[4] = {-1, pickCore(op, M), pickCore(op, N), pickCore(op, K)};
+  if (core[M] < 0 || core[N] < 0 || core[K] < 0)
+    return false;
+  int outerDim = 0;
+  while (outerDim == core[M] || outerDim == core[N] || outerDim == core[K])
+    ++outerDim;
+  const Dim &bd = op.dims[outerDim];
+  if (bd.kind == K)
+    return false;
+  for (int o = 0; o < 3; ++o)
+    if (op.type[o] != op.type[2] || bd.stride[o] < 0 ||
+        bd.stride[o] > INT32_MAX)
+      return false;
+  const Library &lib = library;
+  if ((std::is_same<T, float>::value ? (void *)lib.sgemmBatch
+                                     : (void *)lib.dgemmBatch) == nullptr)
+    return false;
+  auto d = [&](int kind) { return op.dims[core[kind]]; };
+  Matrix a{op.base[0], op.type[0],     d(M).size,
+           d(K).size,  d(M).stride[0], d(K).stride[0]};
+  Matrix b{op.base[1], op.type[1],     d(K).size,
+           d(N).size,  d(K).stride[1], d(N).stride[1]};
+  Matrix c{op.base[2], op.type[2],     d(M).size,
+           d(N).size,  d(M).stride[2], d(N).stride[2]};
+  if (leadingDim(c, true, false) < 0 || bd.stride[2] == 0)
+    return false;
+  // Distinct batch entries of C must not overlap each other or A and B.
+  int64_t es = elementBytes(op.type[2]);
+  const char *lo[3], *hi[3];
+  for (int o = 0; o < 3; ++o)
+    byteRange(op.base[o], o, es, op.dims, op.rank, lo[o], hi[o]);
+  for (int o = 0; o < 2; ++o)
+    if (lo[o] < hi[2] && lo[2] < hi[o])
+      return false;
+  int64_t cExtent = (c.rows - 1) * c.rowStride + (c.cols - 1) + 1;
+  if (bd.stride[2] < cExtent)
+    return false;
+  bool ta = leadingDim(a, true, false) < 0, tb = leadingDim(b, true, false) < 0;
+  int64_t lda = leadingDim(a, true, ta), ldb = leadingDim(b, true, tb);
+  if (lda < 0 || ldb < 0)
+    return false;
+  T beta = op.accumulate ? T(1) : T(0);
+  if (std::is_same<T, float>::value)
+    lib.sgemmBatch(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans,
+                   blasint(c.rows), blasint(c.cols), blasint(a.cols), 1.0f,
+                   reinterpret_cast<const float *>(a.base), blasint(lda),
+                   blasint(bd.stride[0]),
+                   reinterpret_cast<const float *>(b.base), blasint(ldb),
+                   blasint(bd.stride[1]), float(beta),
+                   reinterpret_cast<float *>(const_cast<char *>(c.base)),
+                   blasint(leadingDim(c, true, false)), blasint(bd.stride[2]),
+                   blasint(bd.size));
+  else
+    lib.dgemmBatch(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans,
+                   blasint(c.rows), blasint(c.cols), blasint(a.cols), 1.0,
+                   reinterpret_cast<const double *>(a.base), blasint(lda),
+                   blasint(bd.stride[0]),
+                   reinterpret_cast<const double *>(b.base), blasint(ldb),
+                   blasint(bd.stride[1]), double(beta),
+                   reinterpret_cast<double *>(const_cast<char *>(c.base)),
+                   blasint(leadingDim(c, true, false)), blasint(bd.stride[2]),
+                   blasint(bd.size));
+  return true;
+}
+
+template <typename T> void contract(Contraction op) {
+  for (int i = 0; i < op.rank; ++i)
+    if (op.dims[i].size == 0 && op.dims[i].kind != K)
+      return; // an empty result
+  bool emptySum = false;
+  for (int i = 0; i < op.rank; ++i)
+    emptySum |= op.dims[i].size == 0;
+  if (emptySum) {
+    if (!op.accumulate) {
+      // C = 0: the reference loops over C's dimensions alone.
+      Contraction zero = op;
+      zero.rank = 0;
+      for (int i = 0; i < op.rank; ++i)
+        if (op.dims[i].kind != K)
+          zero.dims[zero.rank++] = op.dims[i];
+      int64_t total = 1;
+      for (int i = 0; i < zero.rank; ++i)
+        total *= zero.dims[i].size;
+      for (int64_t step = 0; step < total; ++step) {
+        int64_t off = 0, rem = step;
+        for (int i = zero.rank - 1; i >= 0; --i) {
+          off += (rem % zero.dims[i].size) * zero.dims[i].stride[2];
+          rem /= zero.dims[i].size;
+        }
+        reinterpret_cast<T *>(const_cast<char *>(op.base[2]))[off] = T(0);
+      }
+    }
+    return;
+  }
+  if (!libraryReady.load() || !fitsBlas(op))
+    return reference<T>(op);
+  simplify(op);
+  if (runBatched<T>(op))
+    return;
+  run<T>(op);
+}
+
+} // namespace
+
+/// C (+)= A * B; see the file comment. `flags`: element types of A, B, C in
+/// bits 0-3, 4-7, 8-11 (0 f32, 1 f64, 2 bf16, 3 f16), accumulate into C in
+/// bit 12, the kind of dimension i (0 batch, 1 M, 2 N, 3 K) in bits
+/// 16 + 2i, 17 + 2i, the BLAS thread count of this call (0: the library's)
+/// in bits 32-47. Per dimension: size and the strides of A, B and C in
+/// elements (0 where the operand does not have it).
+extern "C" void tdf_rt_contract(int64_t flags, int64_t a, int64_t aOffset,
+                                int64_t b, int64_t bOffset, int64_t c,
+                                int64_t cOffset, int64_t rank, int64_t s0,
+                                int64_t a0, int64_t b0, int64_t c0, int64_t s1,
+                                int64_t a1, int64_t b1, int64_t c1, int64_t s2,
+                                int64_t a2, int64_t b2, int64_t c2, int64_t s3,
+                                int64_t a3, int64_t b3, int64_t c3, int64_t s4,
+                                int64_t a4, int64_t b4, int64_t c4, int64_t s5,
+                                int64_t a5, int64_t b5, int64_t c5) {
+  Contraction op;
+  op.type[0] = int(flags & 15);
+  op.type[1] = int((flags >> 4) & 15);
+  op.type[2] = int((flags >> 8) & 15);
+  op.accumulate = (flags >> 12) & 1;
+  op.rank = int(std::min<int64_t>(std::max<int64_t>(rank, 0), kMaxDims));
+  const int64_t sizes[kMaxDims] = {s0, s1, s2, s3, s4, s5};
+  const int64_t strides[kMaxDims][3] = {{a0, b0, c0}, {a1, b1, c1},
+                                        {a2, b2, c2}, {a3, b3, c3},
+                                        {a4, b4, c4}, {a5, b5, c5}};
+  for (int i = 0; i < op.rank; ++i) {
+    op.dims[i].kind = int((flags >> (16 + 2 * i)) & 3);
+    op.dims[i].size = sizes[i];
+    for (int o = 0; o < 3; ++o)
+      op.dims[i].stride[o] = strides[i][o];
+  }
+  const int64_t pointers[3] = {a, b, c},
+                offsets[3] = {aOffset, bOffset, cOffset};
+  for (int o = 0; o < 3; ++o)
+    op.base[o] = reinterpret_cast<const char *>(pointers[o]) +
+                 offsets[o] * elementBytes(op.type[o]);
+  int threads = int((flags >> 32) & 0xffff);
+  if (threads == 0 || !libraryReady.load() || !library.setThreads ||
+      !library.getThreads) {
+    if (op.type[2] == F64)
+      contract<double>(op);
+    else
+      contract<float>(op);
+    return;
+  }
+  // A program compiled with its own thread count: set it for this call and
+  // restore the process's after (serialized: the count is the library's).
+  std::lock_guard<std::mutex> guard(threadLock);
+  int previous = library.getThreads();
+  library.setThreads(threads);
+  if (op.type[2] == F64)
+    contract<double>(op);
+  else
+    contract<float>(op);
+  library.setThreads(previous);
+}
+
+namespace tdfpy {
+
+void registerBlas(nb::module_ &m) {
+  m.def(
+      "blas_load",
+      [](const std::string &path, const std::string &prefix) {
+        std::string error = loadLibrary(path, prefix);
+        if (!error.empty())
+          throw std::runtime_error(error);
+      },
+      nb::arg("path"), nb::arg("prefix") = "",
+      "Loads the BLAS that compiled contractions call (once per process).");
+  m.def(
+      "blas_loaded",
+      []() { return libraryReady.load() ? library.path : std::string(); },
+      "The path of the loaded BLAS, or '' when none is.");
+  m.def(
+      "blas_set_threads",
+      [](int threads) {
+        if (libraryReady.load() && library.setThreads)
+          library.setThreads(std::max(1, threads));
+      },
+      nb::arg("threads"), "Sets the BLAS's thread count.");
+  m.def(
+      "blas_threads",
+      []() {
+        return libraryReady.load() && library.getThreads ? library.getThreads()
+                                                         : 0;
+      },
+      "The BLAS's thread count (0 when none is loaded).");
+}
+
+} // namespace tdfpy

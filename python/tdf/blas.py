@@ -1,0 +1,97 @@
+"""The BLAS behind compiled contractions, and the thread count.
+
+``tdf.compile`` sends contractions (matmul, batch_matmul, matvec, vecmat,
+dot and contraction generics; f32/f64, bf16/f16 inputs of f32) to OpenBLAS
+through the runtime's ``tdf_rt_contract`` (``python/src/Blas.cpp``) when
+:func:`available` is true. The library is OpenBLAS as packaged by
+``scipy-openblas32`` (pinned in ``constraints.txt``; its symbols carry a
+``scipy_`` prefix), loaded once per process on first use.
+
+Threads: one knob, :func:`set_num_threads` or the environment variable
+``TDF_NUM_THREADS`` (read when the library is loaded; default: the cores),
+sets the BLAS's thread count for every program; ``tdf.compile(...,
+num_threads=n)`` sets it for one program's contractions.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from . import _tdf
+
+__all__ = ["available", "library_path", "set_num_threads", "num_threads", "NUM_THREADS_ENV"]
+
+NUM_THREADS_ENV = "TDF_NUM_THREADS"
+_PREFIX = "scipy_"
+_LOCK = threading.Lock()
+_STATE: dict = {"tried": False, "error": None}
+
+
+def _find() -> str | None:
+    try:
+        import scipy_openblas32
+    except ImportError:
+        return None
+    path = os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas.so")
+    return path if os.path.isfile(path) else None
+
+
+def env_threads() -> int | None:
+    """``TDF_NUM_THREADS`` as a positive int, None when unset or empty;
+    ``ValueError`` naming the variable when it is not a positive integer."""
+    text = os.environ.get(NUM_THREADS_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{NUM_THREADS_ENV} must be a positive integer, got {text!r}")
+    return value
+
+
+def _load() -> bool:
+    with _LOCK:
+        if _STATE["tried"]:
+            return _STATE["error"] is None
+        _STATE["tried"] = True
+        path = _find()
+        if path is None:
+            _STATE["error"] = "scipy-openblas32 is not installed"
+            return False
+        try:
+            _tdf.blas_load(path, _PREFIX)
+        except RuntimeError as err:
+            _STATE["error"] = str(err)
+            return False
+        threads = env_threads()
+        if threads is not None:
+            _tdf.blas_set_threads(threads)
+        return True
+
+
+def available() -> bool:
+    """True when the BLAS is loaded (loading it on the first call)."""
+    return _load()
+
+
+def library_path() -> str:
+    """The loaded library's path ('' when there is none)."""
+    _load()
+    return _tdf.blas_loaded()
+
+
+def set_num_threads(threads: int) -> None:
+    """Sets the BLAS's thread count for every program (``TDF_NUM_THREADS``
+    sets it at load)."""
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    if _load():
+        _tdf.blas_set_threads(threads)
+
+
+def num_threads() -> int:
+    """The BLAS's thread count (0 when no BLAS is loaded)."""
+    return _tdf.blas_threads() if _load() else 0

@@ -1,0 +1,335 @@
+"""Contractions through the BLAS (tdf-specialize-contractions,
+tdf-contractions-to-blas, the runtime's tdf_rt_contract) against numpy
+(float64 einsum), jax.jit and the same program with the BLAS switched off:
+
+- the runtime on random contractions: up to six loop dimensions of every
+  kind (batch, M, N, K, several of one kind), sizes 0-5, operands stored
+  transposed and with non-unit steps (leading dimensions, packing), f32,
+  f64 and bf16/f16 inputs, accumulate or overwrite, and a result that
+  overlaps an input (computed through a temporary, never handed to the
+  library overlapping);
+- the compiled route: JAX contractions (x @ w.T, attention einsums,
+  batched, mat-vec, bf16 inputs) and MLIR programs with strided slices,
+  dynamic and zero sizes, all equal to the BLAS-off build and to jax.jit,
+  non-donated inputs unchanged, a transpose folded into the call (no
+  linalg.transpose left), concurrent calls from several threads;
+- flush-to-zero: subnormal results are 0 as in jax.jit, kept with
+  ``flush_denormals=False``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tdf
+import tdf.jax
+from tdf import _tdf, blas
+from tdf.passes.contractions_to_blas import contraction_flags
+
+pytestmark = pytest.mark.skipif(not blas.available(), reason="no BLAS (scipy-openblas32)")
+
+_CONTRACT = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 32)(
+    _tdf.runtime_symbols()["tdf_rt_contract"])
+_DTYPES = {"f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16,
+           "f16": np.float16}
+_LETTERS = "abcdef"
+# Operands that carry each kind: batch A B C, M A C, N B C, K A B.
+_HAS = {0: (0, 1, 2), 1: (0, 2), 2: (1, 2), 3: (0, 1)}
+
+
+def _operand(rng, dims, sizes, dtype, step, permute):
+    """A random array over loop dimensions ``dims`` (in a random storage
+    order, with a step of ``step`` along one axis when ``step``): (view,
+    its einsum letters in view order)."""
+    order = list(dims)
+    if permute:
+        rng.shuffle(order)
+    shape = [sizes[d] for d in order]
+    big = [s * (step if i == 0 and step else 1) for i, s in enumerate(shape)]
+    base = np.asarray(rng.standard_normal(big)).astype(dtype)
+    view = base[tuple(slice(None, None, step) if i == 0 and step else slice(None)
+                      for i in range(len(big)))] if big else base
+    return view, order
+
+
+def _strides(view, order, dims):
+    """Element stride of ``view`` along each loop dimension (0 where absent)."""
+    item = view.dtype.itemsize
+    return {d: view.strides[order.index(d)] // item for d in dims}
+
+
+def _call(flags, views, orders, sizes, kinds):
+    args = [flags]
+    for v in views:
+        args += [v.ctypes.data, 0]
+    args.append(len(kinds))
+    for d in range(6):
+        if d >= len(kinds):
+            args += [0, 0, 0, 0]
+            continue
+        args.append(sizes[d])
+        for v, order in zip(views, orders):
+            args.append(_strides(v, order, [d])[d] if d in order else 0)
+    _CONTRACT(*args)
+
+
+def _reference(views, orders, c_before, accumulate):
+    eq = ",".join("".join(_LETTERS[d] for d in o) for o in orders[:2]) + "->" + \
+        "".join(_LETTERS[d] for d in orders[2])
+    a, b = (np.asarray(v, np.float64) for v in views[:2])
+    out = np.einsum(eq, a, b) if a.size and b.size else np.zeros(c_before.shape)
+    return out + (c_before.astype(np.float64) if accumulate else 0)
+
+
+@st.composite
+def contractions(draw):
+    rank = draw(st.integers(1, 6))
+    kinds = draw(st.lists(st.sampled_from([0, 1, 2, 3]), min_size=rank, max_size=rank))
+    sizes = draw(st.lists(st.integers(0, 5), min_size=rank, max_size=rank))
+    ctype = draw(st.sampled_from(["f32", "f64"]))
+    itype = draw(st.sampled_from(["f32", "bf16", "f16"])) if ctype == "f32" else "f64"
+    steps = draw(st.lists(st.sampled_from([0, 0, 2, 3]), min_size=3, max_size=3))
+    permute = draw(st.lists(st.booleans(), min_size=3, max_size=3))
+    accumulate = draw(st.booleans())
+    seed = draw(st.integers(0, 2**16))
+    return kinds, sizes, ctype, itype, steps, permute, accumulate, seed
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contractions())
+def test_runtime_matches_einsum(case):
+    kinds, sizes, ctype, itype, steps, permute, accumulate, seed = case
+    rng = np.random.default_rng(seed)
+    dims = [[d for d, k in enumerate(kinds) if o in _HAS[k]] for o in range(3)]
+    types = (itype, itype, ctype)
+    views, orders = [], []
+    for o in range(3):
+        v, order = _operand(rng, dims[o], sizes, _DTYPES[types[o]], steps[o], permute[o])
+        views.append(v)
+        orders.append(order)
+    c_before = np.array(views[2], copy=True)
+    inputs = [np.array(v, copy=True) for v in views[:2]]
+    _call(contraction_flags(types, kinds, accumulate), views, orders, sizes, kinds)
+    expected = _reference(inputs, orders, c_before, accumulate)
+    tol = 2e-2 if itype in ("bf16", "f16") else 1e-4
+    np.testing.assert_allclose(np.asarray(views[2], np.float64), expected, rtol=tol, atol=tol)
+    for v, before in zip(views[:2], inputs):  # inputs are never written
+        assert np.array_equal(np.asarray(v), before, equal_nan=True)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("where", ["a", "b"])
+def test_runtime_result_overlapping_an_input(where, accumulate):
+    """C shares memory with A (or B): the runtime computes into a temporary
+    from the inputs as they were before the call."""
+    rng = np.random.default_rng(1)
+    buf = rng.standard_normal(64 * 64).astype(np.float32)
+    c = buf[:32 * 32].reshape(32, 32)
+    other = rng.standard_normal((32, 32)).astype(np.float32)
+    shared = buf[16:16 + 32 * 32].reshape(32, 32)  # overlaps c
+    a, b = (shared, other) if where == "a" else (other, shared)
+    a0, b0, c0 = a.copy(), b.copy(), c.copy()
+    kinds = [1, 2, 3]  # m n k
+    orders = [[0, 2], [2, 1], [0, 1]]
+    _call(contraction_flags(("f32",) * 3, kinds, accumulate), [a, b, c], orders,
+          [32, 32, 32], kinds)
+    expected = a0.astype(np.float64) @ b0 + (c0 if accumulate else 0)
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-4)
+
+
+# ----------------------------------------------------------- compiled route
+
+
+JAX_CASES = {
+    "matvec": ("ij,j->i", (24, 40), (40,)),
+    "vecmat": ("i,ij->j", (40,), (40, 24)),
+    "matmul": ("ij,jk->ik", (33, 20), (20, 13)),
+    "x_wT": ("ij,kj->ik", (8, 64), (96, 64)),
+    "xT_y": ("ji,jk->ik", (40, 12), (40, 17)),
+    "scores": ("bhqd,bhkd->bhqk", (2, 3, 5, 16), (2, 3, 7, 16)),
+    "values": ("bhqk,bhkd->bhqd", (2, 3, 5, 7), (2, 3, 7, 16)),
+    "dense_3d": ("bsd,df->bsf", (2, 5, 16), (16, 24)),
+    "rhs_fcb": ("bij,kjb->bik", (3, 5, 7), (9, 7, 3)),
+    "two_contracting": ("ijk,ljk->il", (4, 5, 6), (3, 5, 6)),
+    "zero_k": ("ij,jk->ik", (4, 0), (0, 5)),
+    "zero_m": ("ij,jk->ik", (0, 3), (3, 5)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(JAX_CASES))
+def test_jax_contractions_through_blas(name, dtype):
+    eq, a_shape, b_shape = JAX_CASES[name]
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(a_shape).astype(np.float32).astype(jnp.dtype(dtype))
+    b = rng.standard_normal(b_shape).astype(np.float32).astype(jnp.dtype(dtype))
+    out = jnp.float32 if dtype == "bfloat16" else None
+
+    def fn(x, y):
+        return jnp.einsum(eq, x, y, preferred_element_type=out)
+
+    lowered = tdf.jax.jit(fn).lower(a, b)
+    on, off = lowered.compile(), lowered.compile(blas=False)
+    a0, b0 = a.copy(), b.copy()
+    got = np.asarray(on.main(a, b))
+    base = np.asarray(off.main(a, b))
+    ref = np.asarray(jax.jit(fn)(a, b))
+    exact = np.einsum(eq, a.astype(np.float64), b.astype(np.float64))
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    np.testing.assert_allclose(got, exact, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, base, rtol=1e-4, atol=1e-4)
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)
+    if a.size and b.size and got.size:
+        assert "tdf_rt_contract" in on.llvm_ir
+        assert "tdf_rt_contract" not in off.llvm_ir
+
+
+def test_transpose_is_folded_not_copied():
+    """x @ w.T: the transpose JAX emits is folded into the call's layout."""
+    x = np.ones((4, 32), np.float32)
+    w = np.arange(64 * 32, dtype=np.float32).reshape(64, 32) / 1000
+    prog = tdf.jax.jit(lambda x, w: x @ w.T).lower(x, w).compile()
+    assert "linalg.transpose" not in prog.buffer_ir
+    assert "memref.copy" not in prog.buffer_ir
+    np.testing.assert_allclose(prog.main(x, w), x @ w.T, rtol=1e-5)
+
+
+def test_fused_producer_stays_out_of_the_contraction():
+    """relu(x) @ w: the relu is not fused into the contraction's body (which
+    would take it off the BLAS route)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((16, 32)).astype(np.float32)
+    w = rng.standard_normal((32, 8)).astype(np.float32)
+    fn = lambda x, w: jax.nn.relu(x) @ w  # noqa: E731
+    prog = tdf.jax.jit(fn).lower(x, w).compile()
+    assert "tdf_rt_contract" in prog.llvm_ir
+    np.testing.assert_allclose(prog.main(x, w), jax.jit(fn)(x, w), rtol=1e-5, atol=1e-5)
+
+
+STRIDED = """
+func.func @f(%x: tensor<{m}x{k2}xf32>, %w: tensor<{n}x{k}xf32>, %acc: tensor<{m}x{n}xf32>)
+    -> tensor<{m}x{n}xf32> {{
+  %xs = tensor.extract_slice %x[0, 1] [{m}, {k}] [1, 2] : tensor<{m}x{k2}xf32> to tensor<{m}x{k}xf32>
+  %e = tensor.empty() : tensor<{k}x{n}xf32>
+  %wt = linalg.transpose ins(%w : tensor<{n}x{k}xf32>) outs(%e : tensor<{k}x{n}xf32>)
+      permutation = [1, 0]
+  %y = linalg.matmul ins(%xs, %wt : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>)
+      outs(%acc : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  return %y : tensor<{m}x{n}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("m,n,k", [(4, 8, 16), (1, 8, 5), (7, 1, 3), (9, 33, 17)])
+def test_strided_slice_operand_accumulating_init(m, n, k):
+    """A column-strided slice as A (packed by the runtime), a transposed B
+    and an accumulating, non-donated init."""
+    text = STRIDED.format(m=m, n=n, k=k, k2=2 * k + 1)
+    rng = np.random.default_rng(m * n + k)
+    x = rng.standard_normal((m, 2 * k + 1)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    acc = rng.standard_normal((m, n)).astype(np.float32)
+    before = [v.copy() for v in (x, w, acc)]
+    on, off = tdf.compile(text), tdf.compile(text, blas=False)
+    got, base = on.f(x, w, acc), off.f(x, w, acc)
+    expected = x[:, 1::2].astype(np.float64) @ w.T.astype(np.float64) + acc
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, base, rtol=1e-4, atol=1e-4)
+    for v, b in zip((x, w, acc), before):
+        assert np.array_equal(v, b)
+    assert "tdf_rt_contract" in on.llvm_ir
+
+
+DYNAMIC = """
+func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %n = tensor.dim %b, %c1 : tensor<?x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>)
+      outs(%z : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("m,k,n", [(3, 4, 5), (0, 4, 5), (3, 0, 5), (1, 64, 1), (65, 3, 2)])
+def test_dynamic_shapes(m, k, n, dtype):
+    text = DYNAMIC.replace("f32", dtype)
+    prog, off = tdf.compile(text), tdf.compile(text, blas=False)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(_DTYPES[dtype])
+    b = rng.standard_normal((k, n)).astype(_DTYPES[dtype])
+    got = prog.f(a, b)
+    assert got.dtype == a.dtype
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, off.f(a, b), rtol=1e-4, atol=1e-4)
+    assert "tdf_rt_contract" in prog.llvm_ir
+
+
+def test_calls_from_several_threads():
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((128, 96)).astype(np.float32)
+    xs = [rng.standard_normal((32, 128)).astype(np.float32) for _ in range(8)]
+    prog = tdf.jax.jit(lambda x, w: jnp.tanh(x @ w) @ w.T).lower(xs[0], w).compile()
+    expected = [np.tanh(x.astype(np.float64) @ w) @ w.T for x in xs]
+    results = [None] * len(xs)
+
+    def work(i):
+        for _ in range(5):
+            results[i] = prog.main(xs[i], w)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got, exp in zip(results, expected):
+        np.testing.assert_allclose(got, exp, rtol=1e-3, atol=1e-3)
+
+
+def test_num_threads_option_and_knob():
+    x = np.ones((64, 64), np.float32)
+    before = blas.num_threads()
+    prog = tdf.jax.jit(lambda a: a @ a).lower(x).compile(num_threads=1)
+    np.testing.assert_allclose(prog.main(x), x @ x)
+    assert blas.num_threads() == before  # the program's count is per call
+    with pytest.raises(ValueError, match="num_threads"):
+        tdf.compile(DYNAMIC, num_threads=0)
+    with pytest.raises(ValueError, match="positive"):
+        blas.set_num_threads(0)
+
+
+# -------------------------------------------------------------- denormals
+
+
+def test_subnormal_results_flush_to_zero_like_jax():
+    x = np.full(8, 1e-20, np.float32)
+    fn = lambda a: a * a  # noqa: E731
+    lowered = tdf.jax.jit(fn).lower(x)
+    ref = np.asarray(jax.jit(fn)(x))
+    assert np.array_equal(np.asarray(lowered.compile().main(x)), ref)
+    assert np.all(ref == 0)
+    kept = np.asarray(lowered.compile(flush_denormals=False).main(x))
+    assert np.all(kept == np.float32(1e-20) * np.float32(1e-20)) and np.all(kept > 0)
+
+
+def test_subnormal_inputs_read_as_zero_like_jax():
+    x = np.array([1e-40, -1e-40, 1.0, 0.0], np.float32)
+    fn = lambda a: a * np.float32(1e30)  # noqa: E731
+    got = np.asarray(tdf.jax.jit(fn)(x))
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(fn)(x)))
