@@ -28,6 +28,9 @@ from .analysis.shapes import fresh_shape_operand, same_sizes, slice_strides
 
 __all__ = ["InplaceRewriter"]
 
+#: An operand passed over without a rejection (its buffer holds another result).
+_SKIP = Rejection("fits", None, None, -1, [])
+
 
 def _slice_layout_variant(module_op, name, operands, indices, results) -> str:
     """The in-place kernel variant to call instead of ``@name`` (step 3):
@@ -155,51 +158,78 @@ class InplaceRewriter:
         if kernel is None:
             return 0
         operands = list(op.operands)
+        indices, taken, pending = self._choose_call_operands(op, kernel, operands)
+        if all(i < 0 for i in indices):
+            for rejection in pending.values():
+                self.reject(rejection)
+            return 0
+        name = self._call_variant(op, kernel, operands, indices)
+        if name is None:
+            return 0
+        for rejection in pending.values():
+            # an operand rejected for one result but used by another is fine
+            if rejection.operand not in taken:
+                self.reject(rejection)
+        self._replace_call(op, name, operands, indices)
+        return 1
+
+    def _choose_call_operands(self, op, kernel, operands):
+        """``(indices, taken, pending)``: for each result of call ``op`` the
+        operand it is computed in (-1: none), the operands chosen, and the
+        first rejection of each operand not chosen."""
         indices = [-1] * len(op.results)
         taken: set[int] = set()
         pending: dict[int, Rejection] = {}
-        for j, result in enumerate(op.results):
+        for j in range(len(op.results)):
             for i, value in enumerate(operands):
                 if i in taken or not is_tensor(value):
                     continue
-                if value.type != result.type:
-                    pending.setdefault(i, Rejection("fits", op, op.location, i, [
-                        f"operand #{i} (", value, f") has type {value.type}, "
-                        f"result #{j} needs {result.type}"]))
+                why = self._call_operand_problem(op, kernel, operands, taken, i, j)
+                if why is _SKIP:
                     continue
-                shape_source = None if ir.RankedTensorType(result.type).has_static_shape \
-                    else fresh_shape_operand(op, j)
-                if shape_source is not None and not same_sizes(value, shape_source):
-                    # A fresh dynamic result has the sizes of the shape
-                    # operand; equal types do not mean equal sizes.
-                    pending.setdefault(i, Rejection("fits", op, op.location, i, [
-                        f"operand #{i} (", value, ") is not provably of the size of result "
-                        f"#{j}, which takes its dynamic sizes from ", shape_source]))
-                    continue
-                if any(operands[t] == value for t in taken):
-                    continue  # that buffer already holds another result
-                same = tuple([i] + [k for k, other in enumerate(operands)
-                                    if k != i and other == value])
-                if not kernel.safe(same, j):
-                    self.warn_contradiction(kernel, same, j)
-                    problem = None if kernel.is_declaration else kernel.body_problem(same, j)
-                    detail = (f": {problem.message}" if problem is not None
-                              else " (mark it tdf.elementwise or tdf.inplace_ok)")
-                    pending.setdefault(i, Rejection("kernel", op, op.location, i, [
-                        f"@{kernel.name} is not known to be element-wise on operand #{i} "
-                        f"and result #{j}{detail}"]))
-                    continue
-                why = self.analysis.check(op, i, result.type)
                 if why is not None:
                     pending.setdefault(i, why)
                     continue
                 indices[j] = i
                 taken.add(i)
                 break
-        if all(i < 0 for i in indices):
-            for rejection in pending.values():
-                self.reject(rejection)
-            return 0
+        return indices, taken, pending
+
+    def _call_operand_problem(self, op, kernel, operands, taken, i: int, j: int):
+        """None when result ``j`` of call ``op`` may be computed in operand
+        ``i``; else a :class:`Rejection`, or ``_SKIP`` when the operand's
+        buffer already holds another result."""
+        value, result = operands[i], op.results[j]
+        if value.type != result.type:
+            return Rejection("fits", op, op.location, i, [
+                f"operand #{i} (", value, f") has type {value.type}, "
+                f"result #{j} needs {result.type}"])
+        shape_source = None if ir.RankedTensorType(result.type).has_static_shape \
+            else fresh_shape_operand(op, j)
+        if shape_source is not None and not same_sizes(value, shape_source):
+            # A fresh dynamic result has the sizes of the shape
+            # operand; equal types do not mean equal sizes.
+            return Rejection("fits", op, op.location, i, [
+                f"operand #{i} (", value, ") is not provably of the size of result "
+                f"#{j}, which takes its dynamic sizes from ", shape_source])
+        if any(operands[t] == value for t in taken):
+            return _SKIP  # that buffer already holds another result
+        same = tuple([i] + [k for k, other in enumerate(operands)
+                            if k != i and other == value])
+        if not kernel.safe(same, j):
+            self.warn_contradiction(kernel, same, j)
+            problem = None if kernel.is_declaration else kernel.body_problem(same, j)
+            detail = (f": {problem.message}" if problem is not None
+                      else " (mark it tdf.elementwise or tdf.inplace_ok)")
+            return Rejection("kernel", op, op.location, i, [
+                f"@{kernel.name} is not known to be element-wise on operand #{i} "
+                f"and result #{j}{detail}"])
+        return self.analysis.check(op, i, result.type)
+
+    def _call_variant(self, op, kernel, operands, indices):
+        """The in-place variant of ``kernel`` for ``indices`` (generated or
+        reused, strided for a slice written back), or None after a
+        rejection."""
         repeated = [i for i in indices if i >= 0
                     and sum(1 for other in operands if other == operands[i]) > 1]
         if repeated and not kernel.is_declaration and not kernel.variant_elementwise(indices):
@@ -211,21 +241,21 @@ class InplaceRewriter:
                 f"operand #{i} (", operands[i], f") is passed several times and the in-place "
                 f"variant of @{kernel.name} is not element-wise on all its same-typed inputs "
                 f"(One-Shot Bufferize would copy it)"]))
-            return 0
+            return None
         if not kernel.variant_indices_ok(indices):
             self.reject(Rejection("kernel", op, op.location, max(indices), [
                 f"@{kernel.name} is a declaration whose tdf.inplace_variant computes the pairs "
                 f"of tdf.inplace_ok, not inplace {indices}"]))
-            return 0
+            return None
         name, why = inplace_variant(kernel, self.module_op, indices)
         if name is None:
             self.reject(Rejection("kernel", op, op.location, max(indices), [why]))
-            return 0
-        name = _slice_layout_variant(self.module_op, name, operands, indices, list(op.results))
-        for rejection in pending.values():
-            # an operand rejected for one result but used by another is fine
-            if rejection.operand not in taken:
-                self.reject(rejection)
+            return None
+        return _slice_layout_variant(self.module_op, name, operands, indices, list(op.results))
+
+    def _replace_call(self, op, name: str, operands, indices) -> None:
+        """Replaces ``tdf.call`` ``op`` by ``tdf.call_inplace @name`` with
+        ``indices``, keeping the analyses current."""
         with ir.InsertionPoint(op), op.location:
             new = ir.Operation.create(
                 "tdf.call_inplace", results=[r.type for r in op.results], operands=operands,
@@ -242,7 +272,6 @@ class InplaceRewriter:
         op.erase()
         self.stat("rewrites")
         self.stat("inplace-results", sum(1 for i in indices if i >= 0))
-        return 1
 
     def linalg(self, op) -> int:
         results = list(op.results)
@@ -253,7 +282,7 @@ class InplaceRewriter:
         first_init = len(operands) - count
         identity = identity_operands(op)
         changed = 0
-        taken = set()
+        taken: set[int] = set()
         for j, result in enumerate(results):
             init_index = first_init + j
             init = operands[init_index]
@@ -261,53 +290,13 @@ class InplaceRewriter:
                 continue
             if not identity[init_index] or reads_output(op, init_index):
                 continue  # the payload reads the (undefined) init: leave it alone
-            pending = []
-            chosen = None
-            for i in range(first_init):
-                value = operands[i]
-                if i in taken or not is_tensor(value):
-                    continue
-                repeated = [k for k in range(first_init) if k != i and operands[k] == value]
-                if any(not identity[k] for k in repeated):
-                    pending.append(Rejection("fits", op, op.location, i, [
-                        f"operand #{i} (", value, ") is also read broadcast"]))
-                    continue
-                why = self.analysis.check(op, i, result.type, identity=identity[i],
-                                          exact_only=not self.size_match)
-                if why is not None:
-                    pending.append(why)
-                    continue
-                chosen = i
-                break
-            if chosen is None:
-                for rejection in pending:
-                    self.reject(rejection)
-                continue
+            chosen, pending = self._choose_linalg_input(op, operands, first_init, identity,
+                                                        taken, result)
             for rejection in pending:
                 self.reject(rejection)
-            value = operands[chosen]
-            if value.type != result.type and size_adaptation(value.type, result.type) == "cast":
-                with ir.InsertionPoint(op), op.location:
-                    value = ir.Operation.create("tensor.cast", results=[result.type],
-                                                operands=[value]).results[0]
-                    self.analysis.liveness.info[op_key(value.owner)] = \
-                        self.analysis.liveness.record(op)
-                self.analysis.alias.union(value, operands[chosen])
-            elif value.type != result.type:
-                with ir.InsertionPoint(op), op.location:
-                    rank = ir.RankedTensorType(result.type).rank
-                    value = ir.Operation.create(
-                        "tensor.extract_slice", results=[result.type], operands=[value],
-                        attributes={
-                            "static_offsets": ir.DenseI64ArrayAttr.get([0] * rank),
-                            "static_sizes": ir.DenseI64ArrayAttr.get(
-                                ir.RankedTensorType(result.type).shape),
-                            "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
-                            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0, 0]),
-                        }).results[0]
-                    self.analysis.liveness.info[op_key(value.owner)] = \
-                        self.analysis.liveness.record(op)
-                self.analysis.alias.union(value, operands[chosen])
+            if chosen is None:
+                continue
+            value = self._adapted_init(op, operands[chosen], result)
             op.operands[init_index] = value
             self.analysis.alias.union(result, value)
             taken.add(chosen)
@@ -318,3 +307,52 @@ class InplaceRewriter:
         if changed:
             self.stat("rewrites")
         return changed
+
+    def _choose_linalg_input(self, op, operands, first_init: int, identity, taken, result):
+        """``(i, rejections)``: the first input of linalg ``op`` that
+        ``result`` may be computed in (None: none), and the rejections of
+        the inputs tried before it."""
+        pending = []
+        for i in range(first_init):
+            value = operands[i]
+            if i in taken or not is_tensor(value):
+                continue
+            repeated = [k for k in range(first_init) if k != i and operands[k] == value]
+            if any(not identity[k] for k in repeated):
+                pending.append(Rejection("fits", op, op.location, i, [
+                    f"operand #{i} (", value, ") is also read broadcast"]))
+                continue
+            why = self.analysis.check(op, i, result.type, identity=identity[i],
+                                      exact_only=not self.size_match)
+            if why is not None:
+                pending.append(why)
+                continue
+            return i, pending
+        return None, pending
+
+    def _adapted_init(self, op, value, result):
+        """``value`` as the init of ``result`` of ``op``: itself, or (under
+        ``size-match``) a ``tensor.cast`` / leading-corner
+        ``tensor.extract_slice`` of it created before ``op``."""
+        if value.type == result.type:
+            return value
+        source = value
+        with ir.InsertionPoint(op), op.location:
+            if size_adaptation(value.type, result.type) == "cast":
+                value = ir.Operation.create("tensor.cast", results=[result.type],
+                                            operands=[value]).results[0]
+            else:
+                rank = ir.RankedTensorType(result.type).rank
+                value = ir.Operation.create(
+                    "tensor.extract_slice", results=[result.type], operands=[value],
+                    attributes={
+                        "static_offsets": ir.DenseI64ArrayAttr.get([0] * rank),
+                        "static_sizes": ir.DenseI64ArrayAttr.get(
+                            ir.RankedTensorType(result.type).shape),
+                        "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0, 0]),
+                    }).results[0]
+            self.analysis.liveness.info[op_key(value.owner)] = \
+                self.analysis.liveness.record(op)
+        self.analysis.alias.union(value, source)
+        return value

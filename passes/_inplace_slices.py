@@ -287,7 +287,6 @@ def rewrite_insert_slices(func, ctx: PassContext | None = None, module_op=None,
 def _insert_slice_plan(insert, chain, producer, module_op, analysis):
     """``(plan, strides)`` for a candidate of :func:`rewrite_insert_slices`,
     a :class:`Rejection`, or None (nothing to do, nothing to say)."""
-    liveness, alias = analysis.liveness, analysis.alias
     dest = insert.operands[1]
     part = producer.results[0]
 
@@ -295,8 +294,29 @@ def _insert_slice_plan(insert, chain, producer, module_op, analysis):
         return Rejection(rule, insert, insert.location, 1, [
             "part (", part, ") of tensor.insert_slice into ", dest, ": ", *parts])
 
+    problem = _part_problem(insert, chain, producer, reject)
+    if problem is not None:
+        return problem
+    strides = _part_slice_strides(insert, chain, part, module_op, reject)
+    if isinstance(strides, Rejection):
+        return strides
+    for check in (_destination_problem, _destination_live_problem):
+        problem = check(insert, producer, analysis, reject)
+        if problem is not None:
+            return problem
+    plan = slice_plan(producer, strides[0], module_op, lambda rule, why: reject(rule, why))
+    if plan is None or isinstance(plan, Rejection):
+        return plan
+    return plan, strides[1]
+
+
+def _part_problem(insert, chain, producer, reject):
+    """A :class:`Rejection` when the part (``producer``'s result) and its
+    views ``chain`` cannot be computed into the slice: several results,
+    another use, another block, a dynamic shape; else None."""
     if len(producer.results) != 1:
         return reject("fits", "only a single-result producer is computed into a slice")
+    part = producer.results[0]
     # chain[0] produces the insert's source; chain[-1] reads the part.
     values = [part] + [view.results[0] for view in reversed(chain)]
     consumers = list(reversed(chain)) + [insert]
@@ -312,38 +332,63 @@ def _insert_slice_plan(insert, chain, producer, module_op, analysis):
     for value in values:
         if not ir.RankedTensorType(value.type).has_static_shape:
             return reject("fits", "only a static-shaped part is computed into a slice")
-    # Views that only add or drop unit dimensions vanish: the part is the
-    # slice seen rank-reduced (one extract/insert pair, no reshape).
+    return None
+
+
+def _part_slice_strides(insert, chain, part, module_op, reject):
+    """``(strides, direct)``: the strides of the slice the part is computed
+    into, and whether the views only add or drop unit dimensions (they then
+    vanish: the part is the slice seen rank-reduced, one extract/insert
+    pair, no reshape); or a :class:`Rejection`."""
     direct = slice_strides(insert, ir.RankedTensorType(part.type).shape, module_op=module_op)
     if direct is not None:
-        strides = direct
-    else:
-        shape = list(ir.RankedTensorType(insert.operands[0].type).shape)
-        strides = slice_strides(insert, shape, module_op=module_op)
+        return direct, True
+    shape = list(ir.RankedTensorType(insert.operands[0].type).shape)
+    strides = slice_strides(insert, shape, module_op=module_op)
+    if strides is None:
+        return reject("fits", "the slice has dynamic sizes or strides")
+    for view in chain:
+        strides = inverse_view_strides(view, strides, shape)
         if strides is None:
-            return reject("fits", "the slice has dynamic sizes or strides")
-        for view in chain:
-            strides = inverse_view_strides(view, strides, shape)
-            if strides is None:
-                return reject("fits", "the slice is not contiguous along the dimensions ",
-                              view, " reshapes")
-            shape = list(ir.RankedTensorType(view.operands[0].type).shape)
+            return reject("fits", "the slice is not contiguous along the dimensions ",
+                          view, " reshapes")
+        shape = list(ir.RankedTensorType(view.operands[0].type).shape)
+    return strides, False
+
+
+_NOT_OWNED = {"argument": "a function argument that is not donated (One-Shot copies it "
+                          "before the insert)",
+              "constant": "a constant",
+              "unknown origin": "storage of unknown origin"}
+
+
+def _destination_problem(insert, producer, analysis, reject):
+    """A :class:`Rejection` when the destination (or a dynamic offset) is
+    defined after ``producer``, is not owned or may have escaped; else
+    None."""
+    dest = insert.operands[1]
     for value in [dest] + list(insert.operands)[2:]:
-        if liveness.defined_after(value, producer):
+        if analysis.liveness.defined_after(value, producer):
             return reject("dead", value, " is defined after the part's producer ", producer,
                           "; the part is computed in its own buffer and copied")
-    witness = alias.not_owned(dest)
+    witness = analysis.alias.not_owned(dest)
     if witness is not None:
         source, why = witness
-        what = {"argument": "a function argument that is not donated (One-Shot copies it "
-                            "before the insert)",
-                "constant": "a constant",
-                "unknown origin": "storage of unknown origin"}[why]
+        what = _NOT_OWNED[why]
         if source == dest:
             return reject("owned", "the destination is ", what)
         return reject("owned", "the destination may share storage with ", source, f", {what}")
-    if alias.escaped(dest):
+    if analysis.alias.escaped(dest):
         return reject("unaliased", "the destination may alias a value passed to an opaque call")
+    return None
+
+
+def _destination_live_problem(insert, producer, analysis, reject):
+    """A :class:`Rejection` when the destination or an alias is used after
+    ``producer`` other than by ``insert``, or ``producer`` reads storage the
+    destination may share; else None."""
+    liveness, alias = analysis.liveness, analysis.alias
+    dest = insert.operands[1]
     aliases = [m for m in alias.members(dest) if m != dest]
     if dest in alias.assumed:
         source = alias.assumed[dest]
@@ -370,10 +415,7 @@ def _insert_slice_plan(insert, chain, producer, module_op, analysis):
                       " (through " + via + "), which may overlap the slice it would be "
                       "written into" if via else
                       ", which may overlap the slice it would be written into")
-    plan = slice_plan(producer, strides, module_op, lambda rule, why: reject(rule, why))
-    if plan is None or isinstance(plan, Rejection):
-        return plan
-    return plan, direct is not None
+    return None
 
 
 def _read_again_after(insert, part, users) -> bool:

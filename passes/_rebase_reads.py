@@ -62,66 +62,100 @@ def rebase_disjoint_reads(func, ctx: PassContext | None = None) -> int:
         region = _static_region(insert, 1)
         if region is None:
             continue
-        source, dest = insert.operands[0], insert.operands[1]
-        if isinstance(source.owner, ir.Block):
+        producer = _update_producer(insert)
+        if producer is None:
             continue
-        producer = source.owner.operation
-        block = insert.block
-        if producer.block != block or not producer.is_before_in_block(insert) or not (
-                producer.name == "tdf.call" or is_elementwise_linalg(producer)):
+        reads = _disjoint_reads(insert, producer, region)
+        if reads is None or not (reads[0] or reads[1]):
             continue
-        if not isinstance(dest.owner, ir.Block):
-            definer = ancestor_in(dest.owner.operation, block)
-            if definer is not None and not definer.is_before_in_block(producer):
-                continue
-        later, early, ok = [], [], True
-        for use in dest.uses:
-            user = use.owner.operation
-            if user == insert:
-                continue
-            top = ancestor_in(user, block)
-            if top is None or user == producer or top == producer:
-                ok = False
-                break
-            is_slice = user.name == "tensor.extract_slice"
-            other = _static_region(user, 0) if is_slice else None
-            if top.is_before_in_block(producer):
-                if not is_slice:
-                    continue  # a read before the update
-                uses_after = []
-                for u in user.results[0].uses:
-                    where = ancestor_in(u.owner, block)
-                    if where is None:
-                        ok = False
-                    elif where != producer and not where.is_before_in_block(producer):
-                        uses_after.append((u.owner.operation, u.operand_number))
-                if not ok:
-                    break
-                if not uses_after:
-                    continue
-                if other is None or not _disjoint(region, other):
-                    ok = False
-                    break
-                early.append((user, uses_after))
-            else:
-                if other is None or not _disjoint(region, other):
-                    ok = False
-                    break
-                later.append(user)
-        if not ok or not (later or early):
-            continue
-        insert.move_after(producer)
-        updated = insert.results[0]
-        for user in later:
-            user.operands[0] = updated
-        for user, uses_after in early:
-            clone = user.clone(ip=ir.InsertionPoint.after(insert))
-            clone.operands[0] = updated
-            for owner, number in uses_after:
-                owner.operands[number] = clone.results[0]
-            if not list(user.results[0].uses):
-                user.erase()  # a use of %A before the update is a use all the same
+        _rebase(insert, producer, *reads)
         done += 1
         if ctx is not None:
             ctx.statistic("rebased-reads")
     return done
+
+
+def _update_producer(insert):
+    """The op ``P`` that computes the source of ``insert`` (a ``tdf.call`` or
+    an element-wise linalg op before it in its block) when the destination
+    is defined before ``P``; else None."""
+    source, dest = insert.operands[0], insert.operands[1]
+    if isinstance(source.owner, ir.Block):
+        return None
+    producer = source.owner.operation
+    block = insert.block
+    if producer.block != block or not producer.is_before_in_block(insert) or not (
+            producer.name == "tdf.call" or is_elementwise_linalg(producer)):
+        return None
+    if not isinstance(dest.owner, ir.Block):
+        definer = ancestor_in(dest.owner.operation, block)
+        if definer is not None and not definer.is_before_in_block(producer):
+            return None
+    return producer
+
+
+def _disjoint_reads(insert, producer, region):
+    """``(later, early)``: the slices of the insert's destination read after
+    ``producer`` (``later``: taken after it; ``early``: taken before it,
+    with their uses after it), all of static regions disjoint from
+    ``region``; None when the destination has any other use after
+    ``producer`` (or one this cannot place)."""
+    block = insert.block
+    later, early = [], []
+    for use in insert.operands[1].uses:
+        user = use.owner.operation
+        if user == insert:
+            continue
+        top = ancestor_in(user, block)
+        if top is None or user == producer or top == producer:
+            return None
+        is_slice = user.name == "tensor.extract_slice"
+        other = _static_region(user, 0) if is_slice else None
+        if top.is_before_in_block(producer):
+            if not is_slice:
+                continue  # a read before the update
+            uses_after = _uses_after(user, producer)
+            if uses_after is None:
+                return None
+            if not uses_after:
+                continue
+            if other is None or not _disjoint(region, other):
+                return None
+            early.append((user, uses_after))
+        else:
+            if other is None or not _disjoint(region, other):
+                return None
+            later.append(user)
+    return later, early
+
+
+def _uses_after(user, producer):
+    """``(owner, operand number)`` of each use of ``user``'s result after
+    ``producer`` (in its block); None when a use is outside that block."""
+    block = producer.block
+    uses_after = []
+    ok = True
+    for u in user.results[0].uses:
+        where = ancestor_in(u.owner, block)
+        if where is None:
+            ok = False
+        elif where != producer and not where.is_before_in_block(producer):
+            uses_after.append((u.owner.operation, u.operand_number))
+    return uses_after if ok else None
+
+
+def _rebase(insert, producer, later, early) -> None:
+    """Moves ``insert`` right after ``producer`` and makes the ``later``
+    slices, and the uses after ``producer`` of the ``early`` ones (through a
+    clone taken after the insert), read the updated tensor."""
+    insert.move_after(producer)
+    updated = insert.results[0]
+    for user in later:
+        user.operands[0] = updated
+    for user, uses_after in early:
+        clone = user.clone(ip=ir.InsertionPoint.after(insert))
+        clone.operands[0] = updated
+        for owner, number in uses_after:
+            owner.operands[number] = clone.results[0]
+        if not list(user.results[0].uses):
+            user.erase()  # a use of %A before the update is a use all the same

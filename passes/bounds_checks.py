@@ -141,39 +141,7 @@ def _interval(value, depth=0):
         return None
     owner = value.owner
     if isinstance(owner, ir.Block):
-        parent = owner.owner
-        if parent is None:
-            return None
-        arg = ir.BlockArgument(value).arg_number
-        name = parent.name
-        if name == "scf.for" and arg == 0:
-            lb, ub, step = parent.operands[0], parent.operands[1], parent.operands[2]
-            low, high, s = _interval(lb, depth + 1), _interval(ub, depth + 1), _interval(step, depth + 1)
-            if low is None or high is None or s is None or s[0] <= 0:
-                return None
-            return (low[0], max(low[0], high[1] - 1))
-        if name == "scf.parallel":
-            n = (len(parent.operands) - 0)
-            segments = list(ir.DenseI32ArrayAttr(parent.attributes["operandSegmentSizes"]))
-            rank = segments[0]
-            if arg >= rank or n < 3 * rank:
-                return None
-            low = _interval(parent.operands[arg], depth + 1)
-            high = _interval(parent.operands[rank + arg], depth + 1)
-            step = _interval(parent.operands[2 * rank + arg], depth + 1)
-            if low is None or high is None or step is None or step[0] <= 0:
-                return None
-            return (low[0], max(low[0], high[1] - 1))
-        if name == "affine.for" and arg == 0 and len(parent.operands) == 0:
-            low = _affine_constant(parent.attributes["lowerBoundMap"]) \
-                if "lowerBoundMap" in parent.attributes else None
-            high = _affine_constant(parent.attributes["upperBoundMap"]) \
-                if "upperBoundMap" in parent.attributes else None
-            step = _int_attr(parent, "step")
-            if low is None or high is None or step is None or step <= 0:
-                return None
-            return (low, max(low, high - 1))
-        return None
+        return _induction_interval(value, depth)
     op = owner.operation
     name = op.name
     if name == "linalg.index":
@@ -183,31 +151,78 @@ def _interval(value, depth=0):
         return None if v is None else (v, v)
     if name in ("arith.index_cast", "arith.index_castui", "arith.extsi"):
         return _interval(op.operands[0], depth + 1)
-    if name in ("arith.addi", "arith.subi", "arith.muli", "arith.remui", "arith.remsi",
-                "arith.divui", "arith.minsi", "arith.maxsi"):
+    if name in _BINARY_INTERVALS:
         a = _interval(op.operands[0], depth + 1)
         b = _interval(op.operands[1], depth + 1)
-        if name in ("arith.remui", "arith.remsi"):
-            if a is not None and a[0] >= 0 and b is not None and b[0] > 0:
-                return (0, min(a[1], b[1] - 1))
-            return None
-        if a is None or b is None:
-            return None
-        if name == "arith.addi":
-            return (a[0] + b[0], a[1] + b[1])
-        if name == "arith.subi":
-            return (a[0] - b[1], a[1] - b[0])
-        if name == "arith.muli":
-            products = [x * y for x in a for y in b]
-            return (min(products), max(products))
-        if name == "arith.divui":
-            if a[0] >= 0 and b[0] > 0:
-                return (a[0] // b[1], a[1] // b[0])
-            return None
-        if name == "arith.minsi":
-            return (min(a[0], b[0]), min(a[1], b[1]))
-        return (max(a[0], b[0]), max(a[1], b[1]))
+        return _BINARY_INTERVALS[name](a, b)
     return None
+
+
+def _loop_range(low, high, step):
+    """The interval of an induction variable from those of its bounds and
+    step (any None, or a step that may not be positive: None)."""
+    if low is None or high is None or step is None or step[0] <= 0:
+        return None
+    return (low[0], max(low[0], high[1] - 1))
+
+
+def _induction_interval(value, depth):
+    """:func:`_interval` of a block argument: the induction variable of an
+    ``scf.for``, ``scf.parallel`` or constant-bound ``affine.for``."""
+    parent = value.owner.owner
+    if parent is None:
+        return None
+    arg = ir.BlockArgument(value).arg_number
+    name = parent.name
+    if name == "scf.for" and arg == 0:
+        return _loop_range(*(_interval(parent.operands[i], depth + 1) for i in range(3)))
+    if name == "scf.parallel":
+        n = len(parent.operands)
+        rank = list(ir.DenseI32ArrayAttr(parent.attributes["operandSegmentSizes"]))[0]
+        if arg >= rank or n < 3 * rank:
+            return None
+        return _loop_range(*(_interval(parent.operands[k * rank + arg], depth + 1)
+                             for k in range(3)))
+    if name == "affine.for" and arg == 0 and len(parent.operands) == 0:
+        low = _affine_constant(parent.attributes["lowerBoundMap"]) \
+            if "lowerBoundMap" in parent.attributes else None
+        high = _affine_constant(parent.attributes["upperBoundMap"]) \
+            if "upperBoundMap" in parent.attributes else None
+        step = _int_attr(parent, "step")
+        if low is None or high is None or step is None or step <= 0:
+            return None
+        return (low, max(low, high - 1))
+    return None
+
+
+def _both(rule):
+    """``rule(a, b)`` when both intervals are known, else None."""
+    return lambda a, b: None if a is None or b is None else rule(a, b)
+
+
+def _remainder(a, b):
+    if a is not None and a[0] >= 0 and b is not None and b[0] > 0:
+        return (0, min(a[1], b[1] - 1))
+    return None
+
+
+def _product(a, b):
+    products = [x * y for x in a for y in b]
+    return (min(products), max(products))
+
+
+#: The interval of a binary arith op's result from its operands' intervals.
+_BINARY_INTERVALS = {
+    "arith.addi": _both(lambda a, b: (a[0] + b[0], a[1] + b[1])),
+    "arith.subi": _both(lambda a, b: (a[0] - b[1], a[1] - b[0])),
+    "arith.muli": _both(_product),
+    "arith.remui": _remainder,
+    "arith.remsi": _remainder,
+    "arith.divui": _both(lambda a, b: (a[0] // b[1], a[1] // b[0])
+                         if a[0] >= 0 and b[0] > 0 else None),
+    "arith.minsi": _both(lambda a, b: (min(a[0], b[0]), min(a[1], b[1]))),
+    "arith.maxsi": _both(lambda a, b: (max(a[0], b[0]), max(a[1], b[1]))),
+}
 
 
 def _linalg_index_interval(op):

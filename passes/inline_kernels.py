@@ -105,22 +105,39 @@ def _inlinable(kernel, n_outputs: int) -> tuple[object, list, str]:
         return None, [], "the kernel's linalg.generic is not all-parallel"
     if not all(_identity_static(p.type) for p in params):
         return None, [], "a kernel parameter is not a static identity-layout memref"
+    why = _operands_problem(generic, params, block, n_ins, n_outputs) \
+        or _payload_problem(generic, block, constants, n_ins)
+    if why:
+        return None, [], why
+    return generic, constants, ""
+
+
+def _operands_problem(generic, params, block, n_ins: int, n_outputs: int) -> str:
+    """Why the kernel's ``generic`` does not read exactly its input
+    parameters and write exactly its output parameters ("": it does)."""
     operands = list(generic.operands)
     if not all(isinstance(v.owner, ir.Block) and v.owner == block for v in operands):
-        return None, [], "a linalg.generic operand is not a kernel parameter"
+        return "a linalg.generic operand is not a kernel parameter"
     first_out = len(params) - n_outputs
     outs = [ir.BlockArgument(v).arg_number for v in operands[n_ins:]]
     if sorted(outs) != list(range(first_out, len(params))):
-        return None, [], "the linalg.generic outs are not exactly the output parameters"
+        return "the linalg.generic outs are not exactly the output parameters"
     if any(ir.BlockArgument(v).arg_number >= first_out for v in operands[:n_ins]):
-        return None, [], "the linalg.generic reads an output parameter"
+        return "the linalg.generic reads an output parameter"
     for p in params:
         if any(u.owner.operation != generic.operation for u in p.uses):
-            return None, [], "a kernel parameter is used outside the linalg.generic"
+            return "a kernel parameter is used outside the linalg.generic"
+    return ""
+
+
+def _payload_problem(generic, block, constants, n_ins: int) -> str:
+    """Why the payload of the kernel's ``generic`` cannot be inlined: it
+    reads an output, a kernel parameter or a value defined outside it other
+    than the kernel's ``constants`` ("": it can)."""
     payload = generic.regions[0].blocks[0]
     for arg in list(payload.arguments)[n_ins:]:
         if len(list(arg.uses)):
-            return None, [], "the kernel reads its output"
+            return "the kernel reads its output"
     allowed = [c.result for c in constants]
     for op in collect_ops(generic):
         if op.operation == generic.operation:
@@ -129,12 +146,11 @@ def _inlinable(kernel, n_outputs: int) -> tuple[object, list, str]:
             owner = value.owner
             if isinstance(owner, ir.Block):
                 if owner == block:
-                    return None, [], "the payload uses a kernel parameter directly"
+                    return "the payload uses a kernel parameter directly"
                 continue
             if not _is_inside(owner, generic) and not any(value == c for c in allowed):
-                return None, [], ("the payload uses a value defined outside the kernel's "
-                                  "linalg.generic")
-    return generic, constants, ""
+                return "the payload uses a value defined outside the kernel's linalg.generic"
+    return ""
 
 
 @register_pass(

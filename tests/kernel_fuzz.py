@@ -30,6 +30,7 @@ bit for bit.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
@@ -171,6 +172,24 @@ class Buffers(dict):
                 self.written[param][index] = True
 
 
+def _run_generic(buffers, ins, out_params, out_maps, exprs, dims) -> None:
+    """Reference semantics of a fuzzed ``linalg.generic`` on ``buffers``."""
+    for point in itertools.product(*[range(n) for n in dims]):
+        args = []
+        for kind, value, amap in ins:
+            if kind == "const":
+                args.append(F32(value))
+            else:
+                args.append(buffers.read(value, map_apply(amap, point)))
+        old = [buffers[p][map_apply(m, point)] for p, m in zip(out_params, out_maps)]
+        for k, (p, m) in enumerate(zip(out_params, out_maps)):
+            if uses_old(exprs, k):
+                buffers.read(p, map_apply(m, point))
+        new = [evaluate(e, args, old) for e in exprs]
+        for p, m, v in zip(out_params, out_maps, new):
+            buffers.write(p, map_apply(m, point), F32(v))
+
+
 class KernelBuilder:
     """Builds one random kernel (see the module docstring for the rules)."""
 
@@ -250,30 +269,9 @@ class KernelBuilder:
         """``linalg.generic`` writing output params ``outs`` (indices into
         the outputs). A reduction has one output, already written, that it
         accumulates into."""
-        rng = self.rng
-        ndims = self.rank + (1 if reduction else 0)
         out_params = [self.n_in + j for j in outs]
-        reads_old = {j: (j in self.written) and (reduction or rng.random() < 0.4) for j in outs}
-        ins = []  # (kind, param or constant value, map)
-        for _ in range(int(rng.integers(1, 4))):
-            roll = rng.random()
-            if roll < 0.15:
-                ins.append(("const", float(rng.integers(-2, 3)), []))
-                continue
-            choices = list(range(self.n_in)) + [self.n_in + j for j in sorted(self.written)]
-            param = int(rng.choice(choices))
-            writes_it = param in out_params
-            ins.append(("param", param, self.read_map(param, reduction, identity_only=writes_it)))
-        if reduction and not any(("d", self.rank) in amap for kind, _, amap in ins if kind == "param"):
-            # The reduction dimension's size comes from an input read along it.
-            along = [p for p in self.full_params(exclude=out_params)]
-            if not along:
-                reduction, ndims = False, self.rank
-                reads_old = {j: j in self.written and rng.random() < 0.4 for j in outs}
-            else:
-                param = int(rng.choice(along))
-                amap = [("d", k) for k in range(self.rank - 1)] + [("d", self.rank)]
-                ins.append(("param", param, amap))
+        ins, reduction, reads_old = self._generic_inputs(outs, out_params, reduction)
+        ndims = self.rank + (1 if reduction else 0)
         out_maps = [[("d", k) for k in range(self.rank)] if reduction else self.write_map()
                     for _ in outs]
         # An op that reads an output it writes does so with the same map.
@@ -285,32 +283,16 @@ class KernelBuilder:
         ins = fixed
         names = [self.fresh("in") for _ in ins]
         olds = [self.fresh("out") for _ in outs]
-        lines, exprs = [], []
+        exprs = []
         for j in outs:
             leaves = [("arg", k) for k in range(len(ins))] + ([("old", outs.index(j))] if reads_old[j] else [])
             expr = self.random_expr(leaves, depth=2)
             if reduction:
                 expr = ("add", ("old", outs.index(j)), expr)
             exprs.append(expr)
-        body = []
-
-        def emit(expr):
-            if expr[0] == "arg":
-                return names[expr[1]]
-            if expr[0] == "old":
-                return olds[expr[1]]
-            if expr[0] == "neg":
-                a = emit(expr[1])
-                name = self.fresh("v")
-                body.append(f"  {name} = arith.negf {a} : f32")
-                return name
-            a, b = emit(expr[1]), emit(expr[2])
-            name = self.fresh("v")
-            body.append(f"  {name} = {BINARY[expr[0]][0]} {a}, {b} : f32")
-            return name
-
-        results = [emit(e) for e in exprs]
-        operand_names = []
+        body: list[str] = []
+        results = [self._emit(e, names, olds, body) for e in exprs]
+        lines, operand_names = [], []
         for kind, value, _ in ins:
             if kind == "const":
                 cname = self.fresh("c")
@@ -332,26 +314,55 @@ class KernelBuilder:
         lines.append(f"  linalg.yield {', '.join(results)} : {', '.join('f32' for _ in results)}")
         lines.append("}")
         dims = list(self.shape) + ([self.shape[-1]] if reduction else [])
-
-        def run(buffers, ins=ins, out_params=out_params, out_maps=out_maps, exprs=exprs,
-                dims=dims):
-            for point in itertools.product(*[range(n) for n in dims]):
-                args = []
-                for kind, value, amap in ins:
-                    if kind == "const":
-                        args.append(F32(value))
-                    else:
-                        args.append(buffers.read(value, map_apply(amap, point)))
-                old = [buffers[p][map_apply(m, point)] for p, m in zip(out_params, out_maps)]
-                for k, (p, m) in enumerate(zip(out_params, out_maps)):
-                    if uses_old(exprs, k):
-                        buffers.read(p, map_apply(m, point))
-                new = [evaluate(e, args, old) for e in exprs]
-                for p, m, v in zip(out_params, out_maps, new):
-                    buffers.write(p, map_apply(m, point), F32(v))
-
+        run = functools.partial(_run_generic, ins=ins, out_params=out_params, out_maps=out_maps,
+                                exprs=exprs, dims=dims)
         self.kernel.ops.append(Op(lines, run, "linalg.generic"))
         self.written.update(outs)
+
+    def _generic_inputs(self, outs, out_params, reduction: bool):
+        """``(ins, reduction, reads_old)`` of a ``linalg.generic`` writing
+        ``outs``: its inputs (kind, param or constant value, map), whether
+        it still is a reduction (it needs an input read along the reduction
+        dimension), and which outputs its payload reads."""
+        rng = self.rng
+        reads_old = {j: (j in self.written) and (reduction or rng.random() < 0.4) for j in outs}
+        ins = []  # (kind, param or constant value, map)
+        for _ in range(int(rng.integers(1, 4))):
+            roll = rng.random()
+            if roll < 0.15:
+                ins.append(("const", float(rng.integers(-2, 3)), []))
+                continue
+            choices = list(range(self.n_in)) + [self.n_in + j for j in sorted(self.written)]
+            param = int(rng.choice(choices))
+            writes_it = param in out_params
+            ins.append(("param", param, self.read_map(param, reduction, identity_only=writes_it)))
+        if reduction and not any(("d", self.rank) in amap for kind, _, amap in ins if kind == "param"):
+            # The reduction dimension's size comes from an input read along it.
+            along = [p for p in self.full_params(exclude=out_params)]
+            if not along:
+                reduction = False
+                reads_old = {j: j in self.written and rng.random() < 0.4 for j in outs}
+            else:
+                param = int(rng.choice(along))
+                amap = [("d", k) for k in range(self.rank - 1)] + [("d", self.rank)]
+                ins.append(("param", param, amap))
+        return ins, reduction, reads_old
+
+    def _emit(self, expr, names, olds, body) -> str:
+        """The payload value of ``expr`` (ops appended to ``body``)."""
+        if expr[0] == "arg":
+            return names[expr[1]]
+        if expr[0] == "old":
+            return olds[expr[1]]
+        if expr[0] == "neg":
+            a = self._emit(expr[1], names, olds, body)
+            name = self.fresh("v")
+            body.append(f"  {name} = arith.negf {a} : f32")
+            return name
+        a, b = self._emit(expr[1], names, olds, body), self._emit(expr[2], names, olds, body)
+        name = self.fresh("v")
+        body.append(f"  {name} = {BINARY[expr[0]][0]} {a}, {b} : f32")
+        return name
 
     def random_expr(self, leaves, depth: int):
         rng = self.rng
@@ -361,6 +372,15 @@ class KernelBuilder:
         op = str(rng.choice(sorted(BINARY)))
         return (op, self.random_expr(leaves, depth - 1), self.random_expr(leaves, depth - 1))
 
+    def _named_kinds(self, j: int) -> list[str]:
+        """The kinds of named linalg op that may write output ``j``."""
+        kinds = ["binary", "unary", "fill"]
+        if self.rank >= 2:
+            kinds.append("transpose")
+        if self.rank == 2 and self.shape[0] == self.shape[1] and j in self.written:
+            kinds.append("matmul")
+        return kinds
+
     def add_named(self, j: int) -> bool:
         """A named linalg op writing output ``j``; False when none fits."""
         rng = self.rng
@@ -368,12 +388,7 @@ class KernelBuilder:
         readable = self.full_params()
         if not readable:
             return False
-        kinds = ["binary", "unary", "fill"]
-        if self.rank >= 2:
-            kinds.append("transpose")
-        if self.rank == 2 and self.shape[0] == self.shape[1] and j in self.written:
-            kinds.append("matmul")
-        kind = str(rng.choice(kinds))
+        kind = str(rng.choice(self._named_kinds(j)))
         m = mtype(self.shape)
         if kind == "binary":
             name = str(rng.choice(sorted(NAMED_BINARY)))

@@ -110,11 +110,9 @@ def _value_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
     return r, ex
 
 
-def _structured_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
-    """One op of the second group (scans, loops, indexing, scatters): (value, exact) or None."""
-    if name == "cumsum":
-        r, ex = jnp.cumsum(a, axis=s % 2), False
-    elif name == "dyn_slice":
+def _indexing_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
+    """One op of the indexing group (dynamic slices and updates, gathers, scatters, takes, selects): (value, exact) or None."""
+    if name == "dyn_slice":
         piece = lax.dynamic_slice(a, (k + s, s), (2, 2))
         r, ex = jnp.tile(piece, (2, 2))[:R, :C], a_exact
     elif name == "dyn_update":
@@ -126,20 +124,30 @@ def _structured_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
         r, ex = a.at[idx[:2] + s].set(b[:2], mode="drop"), a_exact and b_exact
     elif name == "scatter_add":
         r, ex = a.at[idx[:R] + s].add(b, mode="drop"), False
-    elif name == "int_ops":
-        ia = (e * 3).astype(jnp.int32)
-        d = ia // (jnp.abs(ia) % 3 + 1) + ia % 3 - (ia >> 1) + jnp.argmin(ia, 1)[:, None]
-        r, ex = d.astype(jnp.float32), True
+    elif name == "take_fill":
+        r = jnp.take(e, idx[:R] + s, axis=0, mode="fill", fill_value=-7.0)
+        ex = True
+    elif name == "select3":
+        which = jnp.clip(idx[:R] + s, 0, 2)[:, None] * jnp.ones((R, C), jnp.int32)
+        r, ex = lax.select_n(which, a, b, a * b), a_exact and b_exact
+    elif name == "loop_updates":
+        r = lax.fori_loop(0, R, lambda t, v: v.at[t, (t + s) % C].set(b[t, 0]), a)
+        ex = a_exact and b_exact
+    else:
+        return None
+    return r, ex
+
+
+def _loop_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
+    """One op of the loop group (scans, cumulative ops, fori/while loops, cond): (value, exact) or None."""
+    if name == "cumsum":
+        r, ex = jnp.cumsum(a, axis=s % 2), False
     elif name == "fori":
         r = lax.fori_loop(0, abs(s) + 1, lambda t, v: v * 0.5 + b[t % R], a)
         ex = False
     elif name == "cond":
         r = lax.cond(k > s, lambda v: v + 1.0, lambda v: v * 2.0, a)
         ex = a_exact
-    elif name == "reshape":
-        r, ex = a.reshape(C, R).T.reshape(R, C), a_exact
-    elif name == "broadcast_row":
-        r, ex = jnp.broadcast_to(a[s % R], (R, C)) + jnp.float32(s), a_exact
     elif name == "scan":
         def row(c, x_row):
             c = jnp.tanh(c * 0.5 + x_row)
@@ -152,28 +160,39 @@ def _structured_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
         r = lax.while_loop(cond, lambda st: (st[0] + 1, st[1] * 1.5 + 0.25),
                            (0, e))[1]
         ex = False
+    elif name == "cummax":
+        r, ex = lax.cummax(e, axis=s % 2, reverse=s < 0), True
+    else:
+        return None
+    return r, ex
+
+
+def _shape_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
+    """One op of the remaining group (integer ops, reshapes, broadcasts, pads, dots, bf16): (value, exact) or None."""
+    if name == "int_ops":
+        ia = (e * 3).astype(jnp.int32)
+        d = ia // (jnp.abs(ia) % 3 + 1) + ia % 3 - (ia >> 1) + jnp.argmin(ia, 1)[:, None]
+        r, ex = d.astype(jnp.float32), True
+    elif name == "reshape":
+        r, ex = a.reshape(C, R).T.reshape(R, C), a_exact
+    elif name == "broadcast_row":
+        r, ex = jnp.broadcast_to(a[s % R], (R, C)) + jnp.float32(s), a_exact
     elif name == "lax_pad":
         r = lax.pad(a, jnp.float32(s), ((1, -1, 0), (-2, 1, 1)))
         r, ex = jnp.resize(r, (R, C)), a_exact
     elif name == "batched_dot":
         r = jnp.einsum("rc,rd->rcd", a, b).sum(-1) * 0.1 + jnp.einsum("rc,qc->rq", a, b)[:, :1]
         ex = False
-    elif name == "cummax":
-        r, ex = lax.cummax(e, axis=s % 2, reverse=s < 0), True
-    elif name == "take_fill":
-        r = jnp.take(e, idx[:R] + s, axis=0, mode="fill", fill_value=-7.0)
-        ex = True
-    elif name == "select3":
-        which = jnp.clip(idx[:R] + s, 0, 2)[:, None] * jnp.ones((R, C), jnp.int32)
-        r, ex = lax.select_n(which, a, b, a * b), a_exact and b_exact
     elif name == "bf16_round":
         r, ex = e.astype(jnp.bfloat16).astype(jnp.float32), True
-    elif name == "loop_updates":
-        r = lax.fori_loop(0, R, lambda t, v: v.at[t, (t + s) % C].set(b[t, 0]), a)
-        ex = a_exact and b_exact
     else:
         return None
     return r, ex
+
+
+def _structured_op(*args):
+    """One op of the second group (scans, loops, indexing, scatters): (value, exact) or None."""
+    return _indexing_op(*args) or _loop_op(*args) or _shape_op(*args)
 
 def _interpret(ops):
     """The JAX function of a program: a pool of (value, exact) pairs, each op

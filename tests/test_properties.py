@@ -53,6 +53,55 @@ def _kernels() -> str:
 KERNELS = _kernels()
 
 
+def _draw_call(draw, kind, name, values):
+    """``(line, op, value)`` of a random ``binary``, ``neg`` or ``opaque``
+    call of the values drawn so far."""
+    if kind == "binary":
+        op = draw(st.sampled_from(sorted(BINARY)))
+        a = draw(st.sampled_from(values))
+        same = [v for v in values if v[1] == a[1]]
+        b = draw(st.sampled_from(same))
+        t = TYPES[a[1]]
+        return (f"{name} = tdf.call @{op}_{a[1]}({a[0]}, {b[0]}) : ({t}, {t}) -> {t}",
+                ("binary", op, a[0], b[0]), (name, a[1]))
+    if kind == "neg":
+        a = draw(st.sampled_from(values))
+        t = TYPES[a[1]]
+        return (f"{name} = tdf.call @neg_{a[1]}({a[0]}) : ({t}) -> {t}", ("neg", a[0]),
+                (name, a[1]))
+    a = draw(st.sampled_from(values))
+    which = draw(st.sampled_from(["double", "same"]))
+    t = TYPES[a[1]]
+    return (f"{name} = tdf.call_opaque @opq_{which}_{a[1]}({a[0]}) : ({t}) -> {t}",
+            ("opaque", which, a[0]), (name, a[1]))
+
+
+def _draw_slice_op(draw, kind, name, values):
+    """``(line, op, value)`` of a random ``view``, ``insert`` or ``concat``
+    of the values drawn so far; None when none of the right shape exist."""
+    whole = [v for v in values if v[1] == "B"]
+    half = [v for v in values if v[1] == "A"]
+    if kind == "view":
+        if not whole:
+            return None
+        a = draw(st.sampled_from(whole))
+        off = draw(st.sampled_from([0, 4, 8]))
+        return (f"{name} = tensor.extract_slice {a[0]}[{off}] [8] [1] : {TYPES['B']} to {TYPES['A']}",
+                ("view", a[0], off), (name, "A"))
+    if kind == "insert":
+        if not whole or not half:
+            return None
+        dest, src = draw(st.sampled_from(whole)), draw(st.sampled_from(half))
+        off = draw(st.sampled_from([0, 4, 8]))
+        return (f"{name} = tensor.insert_slice {src[0]} into {dest[0]}[{off}] [8] [1] "
+                f": {TYPES['A']} into {TYPES['B']}", ("insert", src[0], dest[0], off), (name, "B"))
+    if not half:
+        return None
+    a, b = draw(st.sampled_from(half)), draw(st.sampled_from(half))
+    return (f"{name} = tensor.concat dim(0) {a[0]}, {b[0]} "
+            f": ({TYPES['A']}, {TYPES['A']}) -> {TYPES['B']}", ("concat", a[0], b[0]), (name, "B"))
+
+
 @st.composite
 def programs(draw):
     """A random program: (mlir text, jax reference, arg shapes, donated flags)."""
@@ -64,57 +113,14 @@ def programs(draw):
     for k in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["binary", "binary", "neg", "view", "insert", "concat", "opaque"]))
         name = f"%v{k}"
-        if kind == "binary":
-            op = draw(st.sampled_from(sorted(BINARY)))
-            a = draw(st.sampled_from(values))
-            same = [v for v in values if v[1] == a[1]]
-            b = draw(st.sampled_from(same))
-            t = TYPES[a[1]]
-            lines.append(f"{name} = tdf.call @{op}_{a[1]}({a[0]}, {b[0]}) : ({t}, {t}) -> {t}")
-            ops.append(("binary", op, a[0], b[0]))
-            values.append((name, a[1]))
-        elif kind == "neg":
-            a = draw(st.sampled_from(values))
-            t = TYPES[a[1]]
-            lines.append(f"{name} = tdf.call @neg_{a[1]}({a[0]}) : ({t}) -> {t}")
-            ops.append(("neg", a[0]))
-            values.append((name, a[1]))
-        elif kind == "view":
-            whole = [v for v in values if v[1] == "B"]
-            if not whole:
-                continue
-            a = draw(st.sampled_from(whole))
-            off = draw(st.sampled_from([0, 4, 8]))
-            lines.append(f"{name} = tensor.extract_slice {a[0]}[{off}] [8] [1] : {TYPES['B']} to {TYPES['A']}")
-            ops.append(("view", a[0], off))
-            values.append((name, "A"))
-        elif kind == "insert":
-            whole = [v for v in values if v[1] == "B"]
-            half = [v for v in values if v[1] == "A"]
-            if not whole or not half:
-                continue
-            dest, src = draw(st.sampled_from(whole)), draw(st.sampled_from(half))
-            off = draw(st.sampled_from([0, 4, 8]))
-            lines.append(f"{name} = tensor.insert_slice {src[0]} into {dest[0]}[{off}] [8] [1] "
-                         f": {TYPES['A']} into {TYPES['B']}")
-            ops.append(("insert", src[0], dest[0], off))
-            values.append((name, "B"))
-        elif kind == "concat":
-            half = [v for v in values if v[1] == "A"]
-            if not half:
-                continue
-            a, b = draw(st.sampled_from(half)), draw(st.sampled_from(half))
-            lines.append(f"{name} = tensor.concat dim(0) {a[0]}, {b[0]} "
-                         f": ({TYPES['A']}, {TYPES['A']}) -> {TYPES['B']}")
-            ops.append(("concat", a[0], b[0]))
-            values.append((name, "B"))
-        else:
-            a = draw(st.sampled_from(values))
-            which = draw(st.sampled_from(["double", "same"]))
-            t = TYPES[a[1]]
-            lines.append(f"{name} = tdf.call_opaque @opq_{which}_{a[1]}({a[0]}) : ({t}) -> {t}")
-            ops.append(("opaque", which, a[0]))
-            values.append((name, a[1]))
+        drawn = (_draw_slice_op if kind in ("view", "insert", "concat") else _draw_call)(
+            draw, kind, name, values)
+        if drawn is None:
+            continue
+        line, op, value = drawn
+        lines.append(line)
+        ops.append(op)
+        values.append(value)
     nres = draw(st.integers(1, 3))
     results = [values[-1]] + [draw(st.sampled_from(values)) for _ in range(nres - 1)]
     params = ", ".join(f"%arg{i}: {TYPES[s]}" + (" {tdf.donate}" if d else "")

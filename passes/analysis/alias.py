@@ -337,10 +337,7 @@ class AliasAnalysis:
             self.assumed[op.results[0]] = op.operands[0]
         elif name == "tdf.call_inplace":
             if not self.defer_inplace:
-                indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
-                for result, index in zip(op.results, indices):
-                    if index >= 0:
-                        self.union(result, op.operands[index])
+                self._relate_inplace_call(op)
         elif name == "tdf.call_opaque":
             for value in self._tensors(op.operands) + results:
                 self.escape(value)
@@ -350,14 +347,25 @@ class AliasAnalysis:
             for result in results:
                 self._mark(result, "constant")
         elif name.startswith("linalg."):
-            count = len(op.results)
-            inits = list(op.operands)[len(op.operands) - count:] if count else []
-            for result, init in zip(op.results, inits):
-                if is_tensor(result) and is_tensor(init):
-                    self.union(result, init)
+            self._relate_linalg(op)
         else:
             return False
         return True
+
+    def _relate_inplace_call(self, op) -> None:
+        """A ``tdf.call_inplace`` result aliases the operand it is computed in."""
+        indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
+        for result, index in zip(op.results, indices):
+            if index >= 0:
+                self.union(result, op.operands[index])
+
+    def _relate_linalg(self, op) -> None:
+        """A linalg op's tensor result aliases its init."""
+        count = len(op.results)
+        inits = list(op.operands)[len(op.operands) - count:] if count else []
+        for result, init in zip(op.results, inits):
+            if is_tensor(result) and is_tensor(init):
+                self.union(result, init)
 
     def _relate_regions(self, op) -> bool:
         """The rules of loops, branches and branch terminators; False when

@@ -258,15 +258,34 @@ class KernelInfo:
         region = kernel.regions[0]
         if len(region.blocks) != 1:
             return BodyProblem(kernel, f"@{self.name} has more than one block")
-        block = region.blocks[0]
-        args = block.arguments
         out = self.n + j
-        if out >= len(args):
+        if out >= len(region.blocks[0].arguments):
             return BodyProblem(kernel, f"@{self.name} has no output parameter #{out}")
+        accesses = self._accesses(params, out)
+        if isinstance(accesses, BodyProblem):
+            return accesses
+        writes = [a for a in accesses if a[3] and a[2] >= a[4]]
+        for _where, user, number, is_out, n_in in accesses:
+            if not is_out and number >= n_in:
+                return BodyProblem(user, f"{user.name} writes an input parameter of "
+                                         f"@{self.name} (its operand #{number})")
+        if not writes:
+            return BodyProblem(kernel, f"@{self.name} never writes output parameter #{out}")
+        problem = self._order_problem(accesses, writes[0], out)
+        if problem is not None:
+            return problem
+        return self._writer_problem(accesses, writes[0], out)
+
+    def _accesses(self, params: tuple, out: int):
+        """``(position, op, operand number, is_output_param, the op's input
+        count)`` of every use of parameters ``params`` and ``out`` in the
+        kernel's block, in block order; a :class:`BodyProblem` when one is
+        not a linalg op directly in the block."""
+        block = self.kernel.regions[0].blocks[0]
+        args = block.arguments
         position = {}
         for index, inner in enumerate(block.operations):
             position[op_key(inner.operation)] = index
-        # (position, op, operand number, is_output_param, the op's input count)
         accesses: list[tuple[int, ir.Operation, int, bool, int]] = []
         for param in list(params) + [out]:
             label = f"output parameter #{out}" if param == out else f"input parameter #{param}"
@@ -279,16 +298,12 @@ class KernelInfo:
                                              f"linalg ops directly in the kernel's block are analysed")
                 accesses.append((where, user, use.operand_number, param == out, counts[0]))
         accesses.sort(key=lambda a: a[0])
-        writes = [a for a in accesses if a[3] and a[2] >= a[4]]
-        for _where, user, number, is_out, n_in in accesses:
-            if not is_out and number >= n_in:
-                return BodyProblem(user, f"{user.name} writes an input parameter of "
-                                         f"@{self.name} (its operand #{number})")
-        if not writes:
-            return BodyProblem(kernel, f"@{self.name} never writes output parameter #{out}")
-        first = writes[0][0]
-        writer = writes[0][1]
-        n_ins = writes[0][4]
+        return accesses
+
+    def _order_problem(self, accesses, write, out: int) -> BodyProblem | None:
+        """The output parameter read before ``write`` (the first write of
+        it), or an input read after it."""
+        first, writer = write[0], write[1]
         for where, user, number, is_out, _n_in in accesses:
             if is_out and where < first:
                 return BodyProblem(user, f"{user.name} reads output parameter #{out} of "
@@ -297,6 +312,13 @@ class KernelInfo:
                 return BodyProblem(user, f"{user.name} reads an input parameter of @{self.name} "
                                          f"(its operand #{number}) after {writer.name} wrote output "
                                          f"parameter #{out} in its storage")
+        return None
+
+    def _writer_problem(self, accesses, write, out: int) -> BodyProblem | None:
+        """The op of ``write`` (the first write of the output parameter) is
+        not element-wise on the parameters, or reads the output's old
+        contents."""
+        first, writer, n_ins = write[0], write[1], write[4]
         if not is_elementwise_linalg(writer):
             return BodyProblem(writer, f"{writer.name} writes output parameter #{out} of "
                                        f"@{self.name} and is not element-wise (a reduction or a "

@@ -187,71 +187,101 @@ def buffer_strides(value, module_op=None, _assumed=None, _depth: int = 0) -> lis
 
     owner = value.owner
     if isinstance(owner, ir.Block):
-        parent = owner.owner.operation if owner.owner is not None else None
-        if parent is None:
-            return unknown
-        if parent.name == "func.func":
-            # entry block: the function's arguments (identity layouts at
-            # the boundary); another block's arguments are unknown
-            return identity if owner == parent.regions[0].blocks[0] else unknown
-        if parent.name == "scf.for":
-            index = ir.BlockArgument(value).arg_number - 1
-            if index < 0:
-                return unknown
-            return _loop_strides(parent, index, identity, unknown, module_op, assumed, _depth)
-        return unknown
+        return _block_argument_strides(value, identity, unknown, module_op, assumed, _depth)
     op = owner.operation
     name = op.name
     number = ir.OpResult(value).result_number
     if name in ("tensor.empty", "arith.constant", "bufferization.alloc_tensor"):
         return identity
     if name == "tensor.extract_slice":
-        source = op.operands[0]
-        base = buffer_strides(source, module_op, assumed, _depth + 1)
-        sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-        steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
-        full = [_dynamic_stride() if b == _dynamic_stride() or k == _dynamic_stride() else b * k
-                for b, k in zip(base, steps)]
-        if len(sizes) == type_.rank:
-            return full
-        # Rank-reduced: the kept dimensions are the result's; which unit
-        # dimensions were dropped is ambiguous, so unit dimensions of the
-        # result get a dynamic stride (any value fits them).
-        kept, j = [], 0
-        shape = list(type_.shape)
-        for size, stride in zip(sizes, full):
-            if j < len(shape) and (size == shape[j] or size == _dynamic()):
-                kept.append(stride if shape[j] != 1 else _dynamic_stride())
-                j += 1
-            elif size != 1:
-                return unknown
-        return kept if j == len(shape) else unknown
+        base = buffer_strides(op.operands[0], module_op, assumed, _depth + 1)
+        return _extract_slice_strides(op, base, type_, unknown)
     if name in ("tdf.call", "tdf.call_inplace") and module_op is not None:
-        from .kernels import function_type, lookup_symbol
-        kernel = lookup_symbol(module_op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        if kernel is None or kernel.name != "func.func":
-            return unknown
-        inputs = list(function_type(kernel).inputs)
-        indices = [-1] * len(op.results)
-        if name == "tdf.call_inplace":
-            indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
-        if indices[number] >= 0:
-            param = indices[number]
-        else:
-            param = len(op.operands) + sum(1 for i in indices[:number] if i < 0)
-        if param >= len(inputs) or not isinstance(inputs[param], ir.MemRefType):
-            return unknown
-        return _param_strides(inputs[param], type_)
-    if name in ("tensor.insert_slice", "tensor.insert"):
-        return identity_if(op.operands[1])
-    if name in ("tensor.cast", ASSUME_UNALIASED, "tensor.expand_shape",
-                "tensor.collapse_shape"):
-        return identity_if(op.operands[0])
-    if name.startswith("linalg.") and len(op.operands) >= len(op.results):
-        return identity_if(op.operands[len(op.operands) - len(op.results) + number])
+        return _call_result_strides(op, number, type_, module_op, unknown)
+    copied = _copied_operand(op, number)
+    if copied is not None:
+        return identity_if(copied)
     if name == "scf.for":
         return _loop_strides(op, number, identity, unknown, module_op, assumed, _depth)
     return unknown
+
+
+def _copied_operand(op, number: int):
+    """The operand whose buffer result ``number`` of ``op`` reuses unless
+    One-Shot copies it out of place (a destination, an init, the source of
+    a cast or reshape), or None."""
+    name = op.name
+    if name in ("tensor.insert_slice", "tensor.insert"):
+        return op.operands[1]
+    if name in ("tensor.cast", ASSUME_UNALIASED, "tensor.expand_shape",
+                "tensor.collapse_shape"):
+        return op.operands[0]
+    if name.startswith("linalg.") and len(op.operands) >= len(op.results):
+        return op.operands[len(op.operands) - len(op.results) + number]
+    return None
+
+
+def _block_argument_strides(value, identity, unknown, module_op, assumed, depth):
+    """:func:`buffer_strides` of a block argument: the identity for a
+    function's argument (identity layouts at the boundary), a loop-carried
+    value's for an ``scf.for`` iteration argument, else unknown."""
+    owner = value.owner
+    parent = owner.owner.operation if owner.owner is not None else None
+    if parent is None:
+        return unknown
+    if parent.name == "func.func":
+        # entry block: the function's arguments (identity layouts at
+        # the boundary); another block's arguments are unknown
+        return identity if owner == parent.regions[0].blocks[0] else unknown
+    if parent.name == "scf.for":
+        index = ir.BlockArgument(value).arg_number - 1
+        if index < 0:
+            return unknown
+        return _loop_strides(parent, index, identity, unknown, module_op, assumed, depth)
+    return unknown
+
+
+def _extract_slice_strides(op, base, type_, unknown):
+    """:func:`buffer_strides` of the result (type ``type_``) of
+    ``tensor.extract_slice`` ``op`` whose source has strides ``base``."""
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    full = [_dynamic_stride() if b == _dynamic_stride() or k == _dynamic_stride() else b * k
+            for b, k in zip(base, steps)]
+    if len(sizes) == type_.rank:
+        return full
+    # Rank-reduced: the kept dimensions are the result's; which unit
+    # dimensions were dropped is ambiguous, so unit dimensions of the
+    # result get a dynamic stride (any value fits them).
+    kept, j = [], 0
+    shape = list(type_.shape)
+    for size, stride in zip(sizes, full):
+        if j < len(shape) and (size == shape[j] or size == _dynamic()):
+            kept.append(stride if shape[j] != 1 else _dynamic_stride())
+            j += 1
+        elif size != 1:
+            return unknown
+    return kept if j == len(shape) else unknown
+
+
+def _call_result_strides(op, number: int, type_, module_op, unknown):
+    """:func:`buffer_strides` of result ``number`` of a ``tdf.call`` /
+    ``tdf.call_inplace`` ``op``: its kernel parameter's layout."""
+    from .kernels import function_type, lookup_symbol
+    kernel = lookup_symbol(module_op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+    if kernel is None or kernel.name != "func.func":
+        return unknown
+    inputs = list(function_type(kernel).inputs)
+    indices = [-1] * len(op.results)
+    if op.name == "tdf.call_inplace":
+        indices = list(ir.DenseI64ArrayAttr(op.attributes["inplace_indices"]))
+    if indices[number] >= 0:
+        param = indices[number]
+    else:
+        param = len(op.operands) + sum(1 for i in indices[:number] if i < 0)
+    if param >= len(inputs) or not isinstance(inputs[param], ir.MemRefType):
+        return unknown
+    return _param_strides(inputs[param], type_)
 
 
 def _loop_strides(loop, index, identity, unknown, module_op, assumed, depth):

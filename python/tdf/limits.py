@@ -342,18 +342,26 @@ def static_size_errors(root) -> list[tuple[object, str]]:
             for region in regions:
                 for block in region.blocks:
                     check(op, block.arguments.types, f"block argument in a region of '{op.name}'")
-        attributes = op.attributes
-        if len(attributes):
-            for name in attributes:
-                if name in _NO_TYPE_ATTRS:
-                    continue
-                attr = attributes[name]
-                if isinstance(attr, (ir.TypeAttr, ir.ArrayAttr, ir.DictAttr, ir.DenseElementsAttr,
-                                     ir.DenseResourceElementsAttr)):
-                    what = (f"the signature of '{op.name}'" if name == "function_type"
-                            else f"attribute '{name}' of '{op.name}'")
-                    check(op, _types_in_attr(attr), what)
+        for what, types in _attribute_types(op):
+            check(op, types, what)
         return ir.WalkResult.ADVANCE
 
     root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def _attribute_types(op):
+    """``(what, types)`` for each attribute of ``op`` that may hold types
+    (``what`` names it in a diagnostic)."""
+    attributes = op.attributes
+    if not len(attributes):
+        return
+    for name in attributes:
+        if name in _NO_TYPE_ATTRS:
+            continue
+        attr = attributes[name]
+        if isinstance(attr, (ir.TypeAttr, ir.ArrayAttr, ir.DictAttr, ir.DenseElementsAttr,
+                             ir.DenseResourceElementsAttr)):
+            what = (f"the signature of '{op.name}'" if name == "function_type"
+                    else f"attribute '{name}' of '{op.name}'")
+            yield what, _types_in_attr(attr)

@@ -129,6 +129,39 @@ _SCATTER_KINDS = {"scatter": None, "scatter-add": "sum", "scatter_add": "sum",
                   "scatter_min": "min", "scatter-max": "max", "scatter_max": "max"}
 
 
+def _scatter_window(rank: int, ut, window_upd, unit_dims) -> list[int]:
+    """The window a scatter writes into its operand of rank ``rank``: size
+    1 in the ``unit_dims`` (inserted and batching dimensions), else the size
+    of the next update window dimension ``window_upd`` of updates type
+    ``ut``."""
+    window, k = [], 0
+    for d in range(rank):
+        if d in unit_dims:
+            window.append(1)
+        else:
+            window.append(int(ut.shape[window_upd[k]]))
+            k += 1
+    return window
+
+
+def _update_window(tr, updates, coords, scatter_upd, upd_window_shape):
+    """The window of ``updates`` at scatter coordinates ``coords`` (the
+    values of its ``scatter_upd`` dimensions), shaped ``upd_window_shape``."""
+    ut = ir.RankedTensorType(updates.type)
+    if list(ut.shape) == upd_window_shape:
+        return updates
+    offsets, sizes = [], []
+    c = iter(coords)
+    for d in range(ut.rank):
+        if d in scatter_upd:
+            offsets.append(next(c))
+            sizes.append(1)
+        else:
+            offsets.append(0)
+            sizes.append(int(ut.shape[d]))
+    return tr.extract_slice(updates, offsets, sizes, result_shape=upd_window_shape)
+
+
 @rule(*_SCATTER_KINDS)
 def _scatter(tr, eqn, args):
     x, indices, updates = args
@@ -147,13 +180,7 @@ def _scatter(tr, eqn, args):
     t, it, ut = (ir.RankedTensorType(v.type) for v in (x, indices, updates))
     batch_shape = list(it.shape[:-1]) if it.rank else []
     scatter_upd = [d for d in range(ut.rank) if d not in window_upd]
-    window, k = [], 0
-    for d in range(t.rank):
-        if d in inserted or d in op_batching:
-            window.append(1)
-        else:
-            window.append(int(ut.shape[window_upd[k]]))
-            k += 1
+    window = _scatter_window(t.rank, ut, window_upd, set(inserted) | set(op_batching))
     upd_window_shape = [int(ut.shape[d]) for d in window_upd]
     count = int(np.prod(batch_shape, dtype=np.int64)) if batch_shape else 1
     if count == 0 or 0 in window:
@@ -178,19 +205,7 @@ def _scatter(tr, eqn, args):
             starts[d] = coords[idx_batching[m]]
 
         def update(acc):
-            if list(ut.shape) == upd_window_shape:
-                source = updates
-            else:
-                offsets, sizes = [], []
-                c = iter(coords)
-                for d in range(ut.rank):
-                    if d in scatter_upd:
-                        offsets.append(next(c))
-                        sizes.append(1)
-                    else:
-                        offsets.append(0)
-                        sizes.append(int(ut.shape[d]))
-                source = tr.extract_slice(updates, offsets, sizes, result_shape=upd_window_shape)
+            source = _update_window(tr, updates, coords, scatter_upd, upd_window_shape)
             source = tr.unaliased_copy(source, acc)
             if kind is not None:
                 current = tr.extract_slice(acc, starts, window, result_shape=upd_window_shape)
