@@ -90,12 +90,12 @@ struct Library {
   DgemmBatchFn dgemmBatch = nullptr; // optional
   void (*setThreads)(int) = nullptr;
   int (*getThreads)() = nullptr;
+  int (*setThreadsLocal)(int) = nullptr; // returns the previous count
 };
 
 std::mutex libraryLock;
 Library library;
 std::atomic<bool> libraryReady{false};
-std::mutex threadLock;
 
 template <typename Fn> Fn symbol(void *handle, const std::string &name) {
   return reinterpret_cast<Fn>(dlsym(handle, name.c_str()));
@@ -130,6 +130,8 @@ std::string loadLibrary(const std::string &path, const std::string &prefix) {
       symbol<void (*)(int)>(handle, prefix + "openblas_set_num_threads");
   lib.getThreads =
       symbol<int (*)()>(handle, prefix + "openblas_get_num_threads");
+  lib.setThreadsLocal =
+      symbol<int (*)(int)>(handle, prefix + "openblas_set_num_threads_local");
   if (!lib.sgemm || !lib.dgemm || !lib.sgemv || !lib.dgemv) {
     dlclose(handle);
     return "'" + path + "' does not define " + prefix + "cblas_sgemm, " +
@@ -682,6 +684,16 @@ template <typename T> void contract(Contraction op) {
   run<T>(op);
 }
 
+/// Below this many flops a contraction runs on one thread.
+constexpr double kParallelFlops = 4.0e6;
+
+void runContraction(const Contraction &op) {
+  if (op.type[2] == F64)
+    contract<double>(op);
+  else
+    contract<float>(op);
+}
+
 } // namespace
 
 /// C (+)= A * B; see the file comment. `flags`: element types of A, B, C in
@@ -720,25 +732,27 @@ extern "C" void tdf_rt_contract(int64_t flags, int64_t a, int64_t aOffset,
   for (int o = 0; o < 3; ++o)
     op.base[o] = reinterpret_cast<const char *>(pointers[o]) +
                  offsets[o] * elementBytes(op.type[o]);
+  // Threads of this call (thread-local in the library: concurrent calls do
+  // not race): the program's count, or the process's; one thread for a
+  // small contraction, where waking the library's threads costs more than
+  // the work (and, with every core busy, a scheduler time slice).
   int threads = int((flags >> 32) & 0xffff);
-  if (threads == 0 || !libraryReady.load() || !library.setThreads ||
-      !library.getThreads) {
-    if (op.type[2] == F64)
-      contract<double>(op);
-    else
-      contract<float>(op);
+  if (!libraryReady.load() || !library.setThreadsLocal) {
+    runContraction(op);
     return;
   }
-  // A program compiled with its own thread count: set it for this call and
-  // restore the process's after (serialized: the count is the library's).
-  std::lock_guard<std::mutex> guard(threadLock);
-  int previous = library.getThreads();
-  library.setThreads(threads);
-  if (op.type[2] == F64)
-    contract<double>(op);
-  else
-    contract<float>(op);
-  library.setThreads(previous);
+  double work = 2.0;
+  for (int i = 0; i < op.rank; ++i)
+    work *= double(op.dims[i].size);
+  if (work < kParallelFlops)
+    threads = 1;
+  if (threads == 0) {
+    runContraction(op);
+    return;
+  }
+  int previous = library.setThreadsLocal(threads);
+  runContraction(op);
+  library.setThreadsLocal(previous);
 }
 
 namespace tdfpy {
