@@ -5,6 +5,7 @@ and on vectors or tensors of floats."""
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith
 
 __all__ = ["SMALLEST_NORMAL", "OEQ", "OGE", "OLT", "float_const", "cmpf", "element_name"]
 
@@ -22,15 +23,12 @@ def float_const(type_, value: float):
         attr = ir.DenseElementsAttr.get_splat(type_, ir.FloatAttr.get(element, value))
     else:
         attr = ir.FloatAttr.get(type_, value)
-    return ir.Operation.create("arith.constant", results=[type_],
-                               attributes={"value": attr}).result
+    return arith.ConstantOp(type_, attr).result
 
 
 def cmpf(predicate: int, lhs, rhs, result_type):
     """``arith.cmpf`` of ``lhs`` and ``rhs`` with ``predicate``."""
-    return ir.Operation.create(
-        "arith.cmpf", results=[result_type], operands=[lhs, rhs],
-        attributes={"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), predicate)}).result
+    return arith.CmpFOp(predicate, lhs, rhs, results=[result_type]).result
 
 
 def element_name(type_) -> str:

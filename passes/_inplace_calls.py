@@ -11,8 +11,11 @@ recorded as :class:`~tdf.passes.analysis.inplace.Rejection`.
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import tensor
 
+from ..dialects import tdf as tdf_d
 from ..vocabulary import ELEMENTWISE_ATTR, INPLACE_OK_ATTR
+from ._ir import copy_attributes
 from ._kernel_variants import inplace_variant, layout_variant, strided_type
 from .analysis.inplace import InplaceAnalysis, Rejection, size_adaptation
 from .analysis.kernels import (
@@ -257,13 +260,9 @@ class InplaceRewriter:
         """Replaces ``tdf.call`` ``op`` by ``tdf.call_inplace @name`` with
         ``indices``, keeping the analyses current."""
         with ir.InsertionPoint(op), op.location:
-            new = ir.Operation.create(
-                "tdf.call_inplace", results=[r.type for r in op.results], operands=operands,
-                attributes={"callee": ir.FlatSymbolRefAttr.get(name),
-                            "inplace_indices": ir.DenseI64ArrayAttr.get(indices)})
-        for attr_name in list(op.attributes):
-            if isinstance(attr_name, str) and attr_name != "callee":
-                new.attributes[attr_name] = op.attributes[attr_name]
+            new = tdf_d.CallInplaceOp([r.type for r in op.results], ir.FlatSymbolRefAttr.get(name),
+                                      operands, ir.DenseI64ArrayAttr.get(indices)).operation
+        copy_attributes(op, new)
         for old, fresh in zip(op.results, new.results):
             old.replace_all_uses_with(fresh)
         self.analysis.replace_op(op, new)
@@ -339,19 +338,12 @@ class InplaceRewriter:
         source = value
         with ir.InsertionPoint(op), op.location:
             if size_adaptation(value.type, result.type) == "cast":
-                value = ir.Operation.create("tensor.cast", results=[result.type],
-                                            operands=[value]).results[0]
+                value = tensor.CastOp(result.type, value).result
             else:
                 rank = ir.RankedTensorType(result.type).rank
-                value = ir.Operation.create(
-                    "tensor.extract_slice", results=[result.type], operands=[value],
-                    attributes={
-                        "static_offsets": ir.DenseI64ArrayAttr.get([0] * rank),
-                        "static_sizes": ir.DenseI64ArrayAttr.get(
-                            ir.RankedTensorType(result.type).shape),
-                        "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
-                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0, 0]),
-                    }).results[0]
+                value = tensor.ExtractSliceOp(result.type, value, [], [], [], [0] * rank,
+                                              list(ir.RankedTensorType(result.type).shape),
+                                              [1] * rank).result
             self.analysis.liveness.info[op_key(value.owner)] = \
                 self.analysis.liveness.record(op)
         self.analysis.alias.union(value, source)

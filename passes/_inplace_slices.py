@@ -18,8 +18,10 @@ See ``tdf-insert-inplace`` for the conditions and examples.
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import tensor
 
-from ._ir import ancestor_in, collect_ops
+from ..dialects import tdf as tdf_d
+from ._ir import ancestor_in, collect_ops, copy_attributes, empty_tensor
 from ._kernel_variants import layout_variant, strided_type
 from .analysis.inplace import RESHAPES, InplaceAnalysis, Rejection
 from .analysis.kernels import function_type, is_elementwise_linalg, lookup_symbol
@@ -118,14 +120,10 @@ def compute_into(plan, view, analysis=None):
         return producer, producer, producer.results[0]
     call, variant = producer
     operands = list(call.operands)
-    new = ir.Operation.create(
-        "tdf.call_inplace", results=[call.results[0].type], operands=operands + [view],
-        attributes={"callee": ir.FlatSymbolRefAttr.get(variant),
-                    "inplace_indices": ir.DenseI64ArrayAttr.get([len(operands)])},
-        loc=call.location)
-    for attr_name in list(call.attributes):
-        if isinstance(attr_name, str) and attr_name != "callee":
-            new.attributes[attr_name] = call.attributes[attr_name]
+    new = tdf_d.CallInplaceOp([call.results[0].type], ir.FlatSymbolRefAttr.get(variant),
+                              operands + [view], ir.DenseI64ArrayAttr.get([len(operands)]),
+                              loc=call.location).operation
+    copy_attributes(call, new)
     call.results[0].replace_all_uses_with(new.results[0])
     return call, new, new.results[0]
 
@@ -160,31 +158,21 @@ def rewrite_concats(func, ctx: PassContext | None = None, module_op=None,
         dim = ir.IntegerAttr(concat.attributes["dim"]).value
         rank = result_type.rank
         with ir.InsertionPoint(concat), concat.location:
-            dest = ir.Operation.create("tensor.empty", results=[result_type]).results[0]
+            dest = empty_tensor(result_type)
             offset = 0
             for part, plan in zip(parts, producers):
-                shape = ir.RankedTensorType(part.type).shape
+                shape = list(ir.RankedTensorType(part.type).shape)
                 offsets = [0] * rank
                 offsets[dim] = offset
-                static = {
-                    "static_offsets": ir.DenseI64ArrayAttr.get(offsets),
-                    "static_sizes": ir.DenseI64ArrayAttr.get(shape),
-                    "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
-                }
+                static = (offsets, shape, [1] * rank)
                 if plan is not None:
-                    view = ir.Operation.create(
-                        "tensor.extract_slice", results=[part.type], operands=[dest],
-                        attributes={**static, "operandSegmentSizes":
-                                    ir.DenseI32ArrayAttr.get([1, 0, 0, 0])}).results[0]
+                    view = tensor.ExtractSliceOp(part.type, dest, [], [], [], *static).result
                     if plan[0] == "linalg":
                         plan[1].move_before(concat)
                     old, new, part = compute_into(plan, view)
                     if old is not new:
                         old.erase()
-                dest = ir.Operation.create(
-                    "tensor.insert_slice", results=[result_type], operands=[part, dest],
-                    attributes={**static, "operandSegmentSizes":
-                                ir.DenseI32ArrayAttr.get([1, 1, 0, 0, 0])}).results[0]
+                dest = tensor.InsertSliceOp(part, dest, [], [], [], *static).result
                 offset += shape[dim]
         concat.results[0].replace_all_uses_with(dest)
         concat.erase()
@@ -198,14 +186,11 @@ def _create_inverse(view, value):
     """The inverse reshape of ``view`` applied to ``value`` (a tensor of
     ``view``'s result type), at the current insertion point."""
     source_type = view.operands[0].type
-    attrs = {"reassociation": view.attributes["reassociation"]}
+    reassociation = view.attributes["reassociation"]
     if view.name == "tensor.expand_shape":
-        return ir.Operation.create("tensor.collapse_shape", results=[source_type],
-                                   operands=[value], attributes=attrs).results[0]
-    attrs["static_output_shape"] = ir.DenseI64ArrayAttr.get(
-        ir.RankedTensorType(source_type).shape)
-    return ir.Operation.create("tensor.expand_shape", results=[source_type],
-                               operands=[value], attributes=attrs).results[0]
+        return tensor.CollapseShapeOp(source_type, value, reassociation).result
+    return tensor.ExpandShapeOp(source_type, value, reassociation, [],
+                                list(ir.RankedTensorType(source_type).shape)).result
 
 
 def rewrite_insert_slices(func, ctx: PassContext | None = None, module_op=None,
@@ -507,13 +492,13 @@ def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool)
     segments = list(ir.DenseI32ArrayAttr(insert.attributes["operandSegmentSizes"]))
     created = []
     with ir.InsertionPoint(producer), insert.location:
-        view = ir.Operation.create(
-            "tensor.extract_slice",
-            results=[producer.results[0].type if direct else insert.operands[0].type],
-            operands=[dest] + list(insert.operands)[2:],
-            attributes={name: insert.attributes[name]
-                        for name in ("static_offsets", "static_sizes", "static_strides")}
-            | {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1] + segments[2:])}).results[0]
+        dynamic = list(insert.operands)[2:]
+        offsets, sizes = segments[2], segments[3]
+        view = tensor.ExtractSliceOp(
+            producer.results[0].type if direct else insert.operands[0].type, dest,
+            dynamic[:offsets], dynamic[offsets:offsets + sizes], dynamic[offsets + sizes:],
+            *(insert.attributes[name]
+              for name in ("static_offsets", "static_sizes", "static_strides"))).result
         created.append(view)
         for reshape in ([] if direct else chain):
             view = _create_inverse(reshape, view)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from mlir import ir
+from mlir.dialects import tensor
 
 __all__ = ["collect_ops", "function_type", "sym_name", "is_public", "has_body",
-           "arg_dicts", "set_arg_dicts", "ancestor_in"]
+           "arg_dicts", "set_arg_dicts", "ancestor_in", "empty_tensor",
+           "copy_attributes"]
 
 
 def collect_ops(root, names: str | Iterable[str] | None = None,
@@ -69,3 +71,17 @@ def ancestor_in(op, block):
             return None
         op = parent.operation
     return None
+
+
+def empty_tensor(type_) -> ir.Value:
+    """``tensor.empty`` of static-shaped ``type_`` at the current insertion point."""
+    type_ = ir.RankedTensorType(type_)
+    return tensor.EmptyOp(list(type_.shape), type_.element_type, encoding=type_.encoding).result
+
+
+def copy_attributes(source, target, skip: Iterable[str] = ("callee",)) -> None:
+    """Copies every attribute of op ``source`` to op ``target`` but those
+    named in ``skip``."""
+    for name in list(source.attributes):
+        if isinstance(name, str) and name not in skip:
+            target.attributes[name] = source.attributes[name]

@@ -15,6 +15,7 @@ Which pairs are safe is the analysis' business
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import func
 
 from ..vocabulary import (
     ELEMENTWISE_ATTR,
@@ -50,11 +51,7 @@ def inplace_variant(info: KernelInfo, module_op, indices: list[int]) -> tuple[st
                 return None, f"@{name} (tdf.inplace_variant of @{info.name}) does not have type {wanted}"
             return name, ""
         with ir.InsertionPoint.after(info.kernel), info.kernel.location:
-            decl = ir.Operation.create("func.func", regions=1, attributes={
-                "sym_name": ir.StringAttr.get(name),
-                "function_type": ir.TypeAttr.get(wanted),
-                "sym_visibility": ir.StringAttr.get("private"),
-            })
+            decl = func.FuncOp(name, wanted, visibility="private").operation
             if info.elementwise_attr:
                 decl.attributes[ELEMENTWISE_ATTR] = ir.UnitAttr.get()
         return name, ""

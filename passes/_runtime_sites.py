@@ -15,6 +15,7 @@ the function, the op, its ``file:line:col`` and the offending value.
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith, func, memref, scf, tensor
 
 from ..vocabulary import RUNTIME_SITES_ATTR as SITES_ATTR
 from ._ir import collect_ops, sym_name
@@ -73,18 +74,14 @@ class SiteTable:
 
 def declare(module_op, name: str) -> None:
     """Adds ``func.func private @name(i64, ...)`` to the module once."""
-    for func in collect_ops(module_op, "func.func"):
-        if func.parent == module_op and sym_name(func) == name:
+    for existing in collect_ops(module_op, "func.func"):
+        if existing.parent == module_op and sym_name(existing) == name:
             return
     i64 = ir.IntegerType.get_signless(64)
     ftype = ir.FunctionType.get([i64] * RUNTIME_FUNCTIONS[name], [])
     block = module_op.regions[0].blocks[0]
     with ir.InsertionPoint(block), ir.Location.unknown():
-        ir.Operation.create("func.func", regions=1, attributes={
-            "sym_name": ir.StringAttr.get(name),
-            "function_type": ir.TypeAttr.get(ftype),
-            "sym_visibility": ir.StringAttr.get("private"),
-        })
+        func.FuncOp(name, ftype, visibility="private")
 
 
 # arith.cmpi predicates by name.
@@ -94,22 +91,37 @@ CMPI_PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5,
 
 def index_const(n: int):
     """``arith.constant n : index`` at the current insertion point."""
-    index = ir.IndexType.get()
-    return ir.Operation.create("arith.constant", results=[index],
-                               attributes={"value": ir.IntegerAttr.get(index, n)}).result
+    return arith.ConstantOp(ir.IndexType.get(), n).result
 
 
 def cmpi(predicate: str, lhs, rhs):
     """``arith.cmpi <predicate>, lhs, rhs`` (an i1) at the current insertion point."""
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.Operation.create(
-        "arith.cmpi", results=[ir.IntegerType.get_signless(1)], operands=[lhs, rhs],
-        attributes={"predicate": ir.IntegerAttr.get(i64, CMPI_PREDICATES[predicate])}).result
+    return arith.CmpIOp(CMPI_PREDICATES[predicate], lhs, rhs).result
+
+
+#: The binary arith ops :func:`binary` builds, by name.
+_BINARY_OPS = {
+    "arith.addi": arith.AddIOp, "arith.subi": arith.SubIOp, "arith.muli": arith.MulIOp,
+    "arith.divsi": arith.DivSIOp, "arith.divui": arith.DivUIOp, "arith.andi": arith.AndIOp,
+    "arith.ori": arith.OrIOp, "arith.addf": arith.AddFOp, "arith.subf": arith.SubFOp,
+    "arith.mulf": arith.MulFOp,
+}
 
 
 def binary(name: str, lhs, rhs):
     """A binary arith op ``name`` whose result has ``lhs``'s type."""
-    return ir.Operation.create(name, results=[lhs.type], operands=[lhs, rhs]).result
+    return _BINARY_OPS[name](lhs, rhs).result
+
+
+def dim_size(value, d: int):
+    """``tensor.dim`` / ``memref.dim`` of ``value``'s dimension ``d``."""
+    dialect = tensor if isinstance(value.type, ir.RankedTensorType) else memref
+    return dialect.DimOp(value, index_const(d)).result
+
+
+def select(condition, true_value, false_value):
+    """``arith.select`` at the current insertion point."""
+    return arith.SelectOp(condition, true_value, false_value).result
 
 
 def emit_failure_branch(fail, name: str, args) -> None:
@@ -119,14 +131,11 @@ def emit_failure_branch(fail, name: str, args) -> None:
     casted = []
     for value in args:
         if isinstance(value, int):
-            value = ir.Operation.create("arith.constant", results=[i64],
-                                        attributes={"value": ir.IntegerAttr.get(i64, value)}).result
+            value = arith.ConstantOp(i64, value).result
         elif isinstance(value.type, ir.IndexType):
-            value = ir.Operation.create("arith.index_cast", results=[i64], operands=[value]).result
+            value = arith.IndexCastOp(i64, value).result
         casted.append(value)
-    if_op = ir.Operation.create("scf.if", operands=[fail], regions=2)
-    block = if_op.regions[0].blocks.append()
-    with ir.InsertionPoint(block):
-        ir.Operation.create("func.call", operands=casted,
-                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
-        ir.Operation.create("scf.yield")
+    if_op = scf.IfOp(fail)
+    with ir.InsertionPoint(if_op.then_block):
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), casted)
+        scf.YieldOp([])

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ._runtime_sites import BOUNDS_ERROR, cmpi, emit_failure_branch, index_const
+from ._runtime_sites import BOUNDS_ERROR, cmpi, dim_size, emit_failure_branch, index_const
 from .analysis.kernels import ELEMENTWISE_OPS
 from .analysis.shapes import dim_key
 
@@ -152,9 +152,7 @@ def _dim(value, d):
     shaped = ir.ShapedType(value.type)
     if shaped.shape[d] != ir.ShapedType.get_dynamic_size():
         return None, shaped.shape[d]
-    name = "tensor.dim" if isinstance(value.type, ir.RankedTensorType) else "memref.dim"
-    return ir.Operation.create(name, results=[ir.IndexType.get()],
-                               operands=[value, index_const(d)]).result, None
+    return dim_size(value, d), None
 
 
 def emit_shape_check(op, pair, sites) -> None:

@@ -45,6 +45,7 @@ Statically empty allocations are not checked. No options; statistics
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import memref
 
 from ..vocabulary import element_nbytes
 from ._ir import collect_ops, has_body
@@ -56,6 +57,7 @@ from ._runtime_sites import (
     declare,
     emit_failure_branch,
     index_const,
+    select,
 )
 from .registry import PassContext, register_pass
 
@@ -77,8 +79,7 @@ def _check_sizes_before(alloc, mtype, static_bytes: int, sites: SiteTable, ctx: 
         for dim, size in zip(dims, list(alloc.operands)[:len(dims)]):
             negative = cmpi("slt", size, zero)
             positive = cmpi("sgt", size, zero)
-            divisor = ir.Operation.create("arith.select", results=[size.type],
-                                          operands=[positive, size, one]).result
+            divisor = select(positive, size, one)
             limit = binary("arith.divsi", top, divisor)
             too_big = binary("arith.andi", positive, cmpi("sgt", so_far, limit))
             bad = binary("arith.ori", negative, too_big)
@@ -104,7 +105,6 @@ def alloc_checks(op, ctx: PassContext) -> None:
         if has_body(func):
             allocs += collect_ops(func, "memref.alloc")
     dynamic = ir.ShapedType.get_dynamic_size()
-    index = ir.IndexType.get()
     checked = 0
     for alloc in allocs:
         mtype = ir.MemRefType(alloc.results[0].type)
@@ -119,8 +119,7 @@ def alloc_checks(op, ctx: PassContext) -> None:
         if any(size == dynamic for size in mtype.shape):
             nbytes = _check_sizes_before(alloc, mtype, static, sites, ctx)
         with ir.InsertionPoint.after(alloc), alloc.location:
-            pointer = ir.Operation.create("memref.extract_aligned_pointer_as_index",
-                                          results=[index], operands=[alloc.results[0]]).result
+            pointer = memref.ExtractAlignedPointerAsIndexOp(alloc.results[0]).result
             null = cmpi("eq", pointer, index_const(0))
             if nbytes is None:
                 nbytes = index_const(static)

@@ -79,8 +79,10 @@ from ._runtime_sites import (
     binary,
     cmpi,
     declare,
+    dim_size,
     emit_failure_branch,
     index_const,
+    select,
 )
 from ._shape_checks import emit_cast_check, emit_shape_check, plan_cast_checks, plan_shape_checks
 from .registry import PassContext, register_pass
@@ -437,9 +439,7 @@ def _dim_value(check):
     if check["bound"] != dyn_size:
         return check["bound"]
     source = check["source"]
-    name = "tensor.dim" if isinstance(source.type, ir.RankedTensorType) else "memref.dim"
-    return ir.Operation.create(name, results=[ir.IndexType.get()],
-                               operands=[source, index_const(check["dim"])]).result
+    return dim_size(source, check["dim"])
 
 
 def _emit(op, check, sites):
@@ -476,11 +476,9 @@ def _slice_failure(o, s, t, dim):
     start_bad = cmpi("uge", o_v, d_v)
     room = binary("arith.subi", binary("arith.subi", d_v, one), o_v)
     many = cmpi("ugt", s_v, one)
-    denominator = ir.Operation.create("arith.select", results=[s_v.type],
-                                      operands=[many, binary("arith.subi", s_v, one), one]).result
+    denominator = select(many, binary("arith.subi", s_v, one), one)
     max_stride = binary("arith.divui", room, denominator)
     stride_bad = binary("arith.andi", many, cmpi("ugt", t_v, max_stride))
     nonempty_bad = binary("arith.ori", start_bad, stride_bad)
-    bad = ir.Operation.create("arith.select", results=[empty.type],
-                              operands=[empty, empty_bad, nonempty_bad]).result
+    bad = select(empty, empty_bad, nonempty_bad)
     return binary("arith.ori", size_bad, bad)

@@ -33,6 +33,7 @@ After::
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import func as func_d
 
 from ..vocabulary import DONATE_ATTR, RETURNED_ARGS_ATTR
 from ._ir import arg_dicts, collect_ops, function_type, has_body, is_public, set_arg_dicts, sym_name
@@ -110,7 +111,7 @@ def _drop_donated_results(func, ctx: PassContext) -> None:
         return
     kept = [v for v, i in zip(ret.operands, mapping) if i < 0]
     with ir.InsertionPoint(ret), ret.location:
-        ir.Operation.create("func.return", operands=kept)
+        func_d.ReturnOp(kept)
     ret.erase()
     new_results = [t for t, i in zip(ftype.results, mapping) if i < 0]
     func.attributes["function_type"] = ir.TypeAttr.get(

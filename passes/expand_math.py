@@ -27,6 +27,8 @@ from __future__ import annotations
 import math as _pymath
 
 from mlir import ir
+from mlir.dialects import arith
+from mlir.dialects import math as math_d
 
 from ._float_ir import OEQ, OGE, OLT, SMALLEST_NORMAL, cmpf, element_name, float_const
 from ._ir import collect_ops
@@ -50,7 +52,7 @@ def expand_math(op, ctx: PassContext) -> None:
             ctx.error(inner, f"'{inner.name}' on element type {element} is not supported")
             continue
         with ir.InsertionPoint(inner), inner.location:
-            absolute = ir.Operation.create("math.absf", results=[x.type], operands=[x]).result
+            absolute = math_d.AbsFOp(x).result
             inf = float_const(x.type, _pymath.inf)
             if inner.name == "math.isinf":
                 new = cmpf(OEQ, absolute, inf, result.type)
@@ -58,8 +60,7 @@ def expand_math(op, ctx: PassContext) -> None:
                 low = float_const(x.type, SMALLEST_NORMAL[element])
                 above = cmpf(OGE, absolute, low, result.type)
                 below = cmpf(OLT, absolute, inf, result.type)
-                new = ir.Operation.create("arith.andi", results=[result.type],
-                                          operands=[above, below]).result
+                new = arith.AndIOp(above, below).result
         result.replace_all_uses_with(new)
         inner.erase()
         ctx.statistic("expanded")

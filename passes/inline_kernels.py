@@ -51,8 +51,9 @@ After::
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import linalg
 
-from ._ir import collect_ops, function_type, has_body, sym_name
+from ._ir import collect_ops, empty_tensor, function_type, has_body, sym_name
 from .analysis.liveness import op_key
 from .registry import PassContext, PassOption, register_pass
 
@@ -272,11 +273,9 @@ def _inline(call, generic, constants) -> None:
         for i in param_of[n_ins:]:
             rtype = call.results[i - n_call_ins].type
             result_types.append(rtype)
-            empties.append(ir.Operation.create("tensor.empty", results=[rtype]).result)
-        attributes = {name: generic.attributes[name]
-                      for name in ("indexing_maps", "iterator_types", "operandSegmentSizes")}
-        new = ir.Operation.create("linalg.generic", results=result_types, operands=ins + empties,
-                                  attributes=attributes, regions=1)
+            empties.append(empty_tensor(rtype))
+        new = linalg.GenericOp(result_types, ins, empties, generic.attributes["indexing_maps"],
+                               generic.attributes["iterator_types"]).operation
         copy = generic.clone()
         copy.regions[0].blocks[0].append_to(new.regions[0])
         copy.erase()

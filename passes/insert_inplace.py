@@ -223,10 +223,11 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..dialects import tdf as tdf_d
 from ..vocabulary import INPLACE_OF_ATTR, STRIDED_OF_ATTR
 from ._inplace_calls import InplaceRewriter
 from ._inplace_slices import rewrite_concats, rewrite_insert_slices
-from ._ir import collect_ops
+from ._ir import collect_ops, copy_attributes
 from ._rebase_reads import rebase_disjoint_reads
 from .analysis.inplace import Rejection, format_rejections
 from .analysis.kernels import lookup_symbol
@@ -313,12 +314,9 @@ def keep_one_shot_agreement(module_op, generated, ctx: PassContext | None = None
             if strided is not None and STRIDED_OF_ATTR in strided.attributes:
                 variants.add(ir.FlatSymbolRefAttr(strided.attributes[STRIDED_OF_ATTR]).value)
             with ir.InsertionPoint(call), call.location:
-                new = ir.Operation.create("tdf.call", results=[r.type for r in call.results],
-                                          operands=list(call.operands),
-                                          attributes={"callee": callee})
-            for name in list(call.attributes):
-                if isinstance(name, str) and name not in ("callee", "inplace_indices"):
-                    new.attributes[name] = call.attributes[name]
+                new = tdf_d.CallOp([r.type for r in call.results], callee,
+                                   list(call.operands)).operation
+            copy_attributes(call, new, skip=("callee", "inplace_indices"))
             for old, fresh in zip(call.results, new.results):
                 old.replace_all_uses_with(fresh)
             call.erase()

@@ -35,6 +35,8 @@ After::
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith
+from mlir.dialects import math as math_d
 
 from ._float_ir import OLT, SMALLEST_NORMAL, cmpf, element_name, float_const
 from ._ir import collect_ops
@@ -49,10 +51,6 @@ _SCALE_EXP = {"f32": 24}
 _EXP_SUBNORMAL = -87.33654475
 
 
-def _binary(name: str, lhs, rhs):
-    return ir.Operation.create(name, results=[lhs.type], operands=[lhs, rhs]).result
-
-
 def _rescale(inner, element: str) -> None:
     """Rewrites one ``math.log``/``log2``/``exp`` (see the module docstring)."""
     x = inner.operands[0]
@@ -64,24 +62,22 @@ def _rescale(inner, element: str) -> None:
     with ir.InsertionPoint(inner), inner.location:
         if inner.name == "math.exp":
             small = cmpf(OLT, x, float_const(x.type, _EXP_SUBNORMAL), cond_type)
-            scaled = _binary("arith.mulf", x, float_const(x.type, 0.5))
+            scaled = arith.MulFOp(x, float_const(x.type, 0.5)).result
         else:
-            absolute = ir.Operation.create("math.absf", results=[x.type], operands=[x]).result
+            absolute = math_d.AbsFOp(x).result
             small = cmpf(OLT, absolute, float_const(x.type, SMALLEST_NORMAL[element]), cond_type)
-            scaled = _binary("arith.mulf", x, float_const(x.type, 2.0 ** k))
-        chosen = ir.Operation.create("arith.select", results=[x.type],
-                                     operands=[small, scaled, x]).result
+            scaled = arith.MulFOp(x, float_const(x.type, 2.0 ** k)).result
+        chosen = arith.SelectOp(small, scaled, x).result
     inner.operands[0] = chosen
     inner.attributes[RESCALED_ATTR] = ir.UnitAttr.get()
     uses = [(u.owner, u.operand_number) for u in result.uses]
     with ir.InsertionPoint.after(inner), inner.location:
         if inner.name == "math.exp":
-            fixed = _binary("arith.mulf", result, result)
+            fixed = arith.MulFOp(result, result).result
         else:
             shift = -k * _LN2 if inner.name == "math.log" else -float(k)
-            fixed = _binary("arith.addf", result, float_const(x.type, shift))
-        final = ir.Operation.create("arith.select", results=[x.type],
-                                    operands=[small, fixed, result]).result
+            fixed = arith.AddFOp(result, float_const(x.type, shift)).result
+        final = arith.SelectOp(small, fixed, result).result
     for owner, number in uses:
         owner.operands[number] = final
 

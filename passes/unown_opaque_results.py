@@ -30,6 +30,7 @@ After::
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith, memref
 
 from ..vocabulary import MEMREF_VIEW_OPS
 from ._ir import collect_ops, function_type, has_body, sym_name
@@ -75,19 +76,13 @@ def _owned_copy(call, result):
         dynamic = []
         for dim, size in enumerate(mtype.shape):
             if size == ir.ShapedType.get_dynamic_size():
-                c = ir.Operation.create(
-                    "arith.constant", results=[index],
-                    attributes={"value": ir.IntegerAttr.get(index, dim)})
-                d = ir.Operation.create("memref.dim", results=[index],
-                                        operands=[result, c.result])
-                dynamic.append(d.result)
-        alloc = ir.Operation.create(
-            "memref.alloc", results=[owned_type], operands=dynamic,
-            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(dynamic), 0])})
+                c = arith.ConstantOp(index, dim)
+                dynamic.append(memref.DimOp(result, c.result).result)
+        alloc = memref.AllocOp(owned_type, dynamic, [])
         owned = alloc.result
         if owned_type != mtype:
-            owned = ir.Operation.create("memref.cast", results=[mtype], operands=[owned]).result
-        ir.Operation.create("memref.copy", operands=[result, alloc.result])
+            owned = memref.CastOp(mtype, owned).result
+        memref.CopyOp(result, alloc.result)
     return owned
 
 
@@ -115,9 +110,7 @@ def _unown_opaque_results(op, ctx: PassContext) -> None:
         for i in range(count):
             if _root(dealloc.operands[i]) in results:
                 with ir.InsertionPoint(dealloc), dealloc.location:
-                    false = ir.Operation.create(
-                        "arith.constant", results=[ir.IntegerType.get_signless(1)],
-                        attributes={"value": ir.IntegerAttr.get(ir.IntegerType.get_signless(1), 0)})
+                    false = arith.ConstantOp(ir.IntegerType.get_signless(1), 0)
                 dealloc.operands[count + i] = false.result
                 ctx.statistic("unowned")
 

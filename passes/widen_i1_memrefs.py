@@ -31,6 +31,7 @@ After::
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith
 
 from ._ir import collect_ops, function_type
 from .registry import PassContext, register_pass
@@ -89,7 +90,7 @@ def widen_i1_memrefs(op, ctx: PassContext) -> None:
     for inner in ops:
         if inner.name == "memref.store" and inner.operands[0].type == i1:
             with ir.InsertionPoint(inner), inner.location:
-                ext = ir.Operation.create("arith.extui", results=[i8], operands=[inner.operands[0]])
+                ext = arith.ExtUIOp(i8, inner.operands[0])
             inner.operands[0] = ext.result
         elif inner.name == "memref.load" \
                 and str(ir.MemRefType(inner.operands[0].type).element_type) == "i8" \
@@ -98,7 +99,7 @@ def widen_i1_memrefs(op, ctx: PassContext) -> None:
             uses = [(u.owner, u.operand_number) for u in result.uses]
             result.set_type(i8)
             with ir.InsertionPoint.after(inner), inner.location:
-                trunc = ir.Operation.create("arith.trunci", results=[i1], operands=[result])
+                trunc = arith.TruncIOp(i1, result)
             for owner, number in uses:
                 owner.operands[number] = trunc.result
 
