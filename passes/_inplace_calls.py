@@ -15,19 +15,11 @@ from mlir.dialects import tensor
 
 from ..dialects import tdf as tdf_d
 from ..vocabulary import ELEMENTWISE_ATTR, INPLACE_OK_ATTR
-from ._ir import copy_attributes
 from ._kernel_variants import inplace_variant, layout_variant, strided_type
 from .analysis.inplace import InplaceAnalysis, Rejection, size_adaptation
-from .analysis.kernels import (
-    KernelInfo,
-    function_type,
-    identity_operands,
-    is_elementwise_linalg,
-    lookup_symbol,
-    reads_output,
-)
-from .analysis.liveness import is_tensor, op_key
+from .analysis.kernels import KernelInfo, identity_operands, is_elementwise_linalg, reads_output
 from .analysis.shapes import fresh_shape_operand, same_sizes, slice_strides
+from .ir_utils import copy_attributes, function_type, is_tensor, lookup_symbol, op_key
 
 __all__ = ["InplaceRewriter"]
 

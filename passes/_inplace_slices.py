@@ -21,12 +21,20 @@ from mlir import ir
 from mlir.dialects import tensor
 
 from ..dialects import tdf as tdf_d
-from ._ir import ancestor_in, collect_ops, copy_attributes, empty_tensor
 from ._kernel_variants import layout_variant, strided_type
 from .analysis.inplace import RESHAPES, InplaceAnalysis, Rejection
-from .analysis.kernels import function_type, is_elementwise_linalg, lookup_symbol
-from .analysis.liveness import is_tensor, op_key
+from .analysis.kernels import is_elementwise_linalg
 from .analysis.shapes import inverse_view_strides, row_major, slice_strides
+from .ir_utils import (
+    ancestor_in,
+    collect_ops,
+    copy_attributes,
+    empty_tensor,
+    function_type,
+    is_tensor,
+    lookup_symbol,
+    op_key,
+)
 from .registry import PassContext
 
 __all__ = ["rewrite_concats", "rewrite_insert_slices", "slice_plan", "compute_into"]

@@ -25,7 +25,8 @@ from ..vocabulary import (
     INPLACE_VARIANT_ATTR,
     STRIDED_OF_ATTR,
 )
-from .analysis.kernels import KernelInfo, function_type, lookup_symbol
+from .analysis.kernels import KernelInfo
+from .ir_utils import function_type, lookup_symbol
 
 __all__ = ["LAYOUT_AGNOSTIC_USERS", "inplace_variant", "strided_type", "layout_variant"]
 

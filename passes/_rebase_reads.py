@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ._ir import ancestor_in, collect_ops
 from .analysis.kernels import is_elementwise_linalg
+from .ir_utils import ancestor_in, collect_ops
 from .registry import PassContext
 
 __all__ = ["rebase_disjoint_reads"]

@@ -15,21 +15,23 @@ the function, the op, its ``file:line:col`` and the offending value.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, func, memref, scf, tensor
+from mlir.dialects import arith, func, scf
 
+from ..vocabulary import (
+    ALLOC_ERROR,
+    BOUNDS_ERROR,
+    CONTRACT,
+    RUNTIME_FUNCTIONS,
+)
 from ..vocabulary import RUNTIME_SITES_ATTR as SITES_ATTR
-from ._ir import collect_ops, sym_name
+from ..vocabulary import SITE_SEPARATOR as SEPARATOR
+from .ir_utils import collect_ops, sym_name
 
-SEPARATOR = "\x1f"
-BOUNDS_ERROR = "tdf_rt_bounds_error"
-ALLOC_ERROR = "tdf_rt_alloc_error"
-#: The BLAS route of contractions (``tdf-contractions-to-blas``,
-#: ``python/src/Blas.cpp``): flags, three (pointer, offset) pairs, the rank
-#: and (size, three strides) for each of up to six loop dimensions.
-CONTRACT = "tdf_rt_contract"
-# The functions the tdf runtime defines in every engine: name → number of
-# i64 parameters.
-RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32}
+# The runtime-ABI names live in tdf.vocabulary; they are re-exported here
+# until every importer takes them from there.
+__all__ = ["SiteTable", "declare", "emit_failure_branch", "read_sites", "location_text",
+           "SITES_ATTR", "SEPARATOR", "ALLOC_ERROR", "BOUNDS_ERROR", "CONTRACT",
+           "RUNTIME_FUNCTIONS"]
 
 
 def location_text(location) -> str:
@@ -82,46 +84,6 @@ def declare(module_op, name: str) -> None:
     block = module_op.regions[0].blocks[0]
     with ir.InsertionPoint(block), ir.Location.unknown():
         func.FuncOp(name, ftype, visibility="private")
-
-
-# arith.cmpi predicates by name.
-CMPI_PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5,
-                   "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
-
-
-def index_const(n: int):
-    """``arith.constant n : index`` at the current insertion point."""
-    return arith.ConstantOp(ir.IndexType.get(), n).result
-
-
-def cmpi(predicate: str, lhs, rhs):
-    """``arith.cmpi <predicate>, lhs, rhs`` (an i1) at the current insertion point."""
-    return arith.CmpIOp(CMPI_PREDICATES[predicate], lhs, rhs).result
-
-
-#: The binary arith ops :func:`binary` builds, by name.
-_BINARY_OPS = {
-    "arith.addi": arith.AddIOp, "arith.subi": arith.SubIOp, "arith.muli": arith.MulIOp,
-    "arith.divsi": arith.DivSIOp, "arith.divui": arith.DivUIOp, "arith.andi": arith.AndIOp,
-    "arith.ori": arith.OrIOp, "arith.addf": arith.AddFOp, "arith.subf": arith.SubFOp,
-    "arith.mulf": arith.MulFOp,
-}
-
-
-def binary(name: str, lhs, rhs):
-    """A binary arith op ``name`` whose result has ``lhs``'s type."""
-    return _BINARY_OPS[name](lhs, rhs).result
-
-
-def dim_size(value, d: int):
-    """``tensor.dim`` / ``memref.dim`` of ``value``'s dimension ``d``."""
-    dialect = tensor if isinstance(value.type, ir.RankedTensorType) else memref
-    return dialect.DimOp(value, index_const(d)).result
-
-
-def select(condition, true_value, false_value):
-    """``arith.select`` at the current insertion point."""
-    return arith.SelectOp(condition, true_value, false_value).result
 
 
 def emit_failure_branch(fail, name: str, args) -> None:

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ._runtime_sites import BOUNDS_ERROR, cmpi, dim_size, emit_failure_branch, index_const
+from ..vocabulary import BOUNDS_ERROR
+from ._runtime_sites import emit_failure_branch
 from .analysis.kernels import ELEMENTWISE_OPS
 from .analysis.shapes import dim_key
+from .ir_utils import cmpi, dim_size, index_const
 
 __all__ = ["plan_shape_checks", "emit_shape_check", "plan_cast_checks", "emit_cast_check"]
 

@@ -47,18 +47,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import memref
 
-from ..vocabulary import element_nbytes
-from ._ir import collect_ops, has_body
-from ._runtime_sites import (
-    ALLOC_ERROR,
-    SiteTable,
-    binary,
-    cmpi,
-    declare,
-    emit_failure_branch,
-    index_const,
-    select,
-)
+from ..vocabulary import ALLOC_ERROR, element_nbytes
+from ._runtime_sites import SiteTable, declare, emit_failure_branch
+from .ir_utils import binary, cmpi, collect_ops, has_body, index_const, select
 from .registry import PassContext, register_pass
 
 __all__ = ["alloc_checks"]

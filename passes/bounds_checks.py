@@ -72,19 +72,10 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ._ir import collect_ops, has_body
-from ._runtime_sites import (
-    BOUNDS_ERROR,
-    SiteTable,
-    binary,
-    cmpi,
-    declare,
-    dim_size,
-    emit_failure_branch,
-    index_const,
-    select,
-)
+from ..vocabulary import BOUNDS_ERROR
+from ._runtime_sites import SiteTable, declare, emit_failure_branch
 from ._shape_checks import emit_cast_check, emit_shape_check, plan_cast_checks, plan_shape_checks
+from .ir_utils import binary, cmpi, collect_ops, dim_size, has_body, index_const, select
 from .registry import PassContext, register_pass
 
 __all__ = ["bounds_checks", "CHECKED_OPS"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ..vocabulary import ASSUME_UNALIASED, DEST_OPERAND, DONATE_ATTR, TENSOR_VIEW_OPS, WRITABLE_ATTR
-from ._ir import arg_dicts, collect_ops, function_type, has_body, set_arg_dicts
+from .ir_utils import arg_dicts, collect_ops, function_type, has_body, set_arg_dicts
 from .registry import PassContext, PassOption, register_pass
 
 # Ops whose result is a view of operand #0.

@@ -36,7 +36,15 @@ from mlir import ir
 from mlir.dialects import func as func_d
 
 from ..vocabulary import DONATE_ATTR, RETURNED_ARGS_ATTR
-from ._ir import arg_dicts, collect_ops, function_type, has_body, is_public, set_arg_dicts, sym_name
+from .ir_utils import (
+    arg_dicts,
+    collect_ops,
+    function_type,
+    has_body,
+    is_public,
+    set_arg_dicts,
+    sym_name,
+)
 from .registry import PassContext, register_pass
 
 __all__ = ["RETURNED_ARGS_ATTR", "drop_donated_results"]

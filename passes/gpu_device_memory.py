@@ -46,7 +46,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, linalg, memref
 
 from ..vocabulary import DONATE_ATTR, TRANSFER_ATTR, WRITABLE_ATTR
-from ._ir import arg_dicts, collect_ops, has_body, is_public
+from .ir_utils import arg_dicts, collect_ops, has_body, is_public
 from .registry import PassContext, register_pass
 
 __all__ = ["TRANSFER_ATTR", "gpu_device_memory"]

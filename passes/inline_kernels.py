@@ -53,8 +53,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg
 
-from ._ir import collect_ops, empty_tensor, function_type, has_body, sym_name
-from .analysis.liveness import op_key
+from .ir_utils import collect_ops, empty_tensor, function_type, has_body, op_key, sym_name
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["MAX_FUSED_CHAIN", "inline_kernels"]

@@ -227,12 +227,10 @@ from ..dialects import tdf as tdf_d
 from ..vocabulary import INPLACE_OF_ATTR, STRIDED_OF_ATTR
 from ._inplace_calls import InplaceRewriter
 from ._inplace_slices import rewrite_concats, rewrite_insert_slices
-from ._ir import collect_ops, copy_attributes
 from ._rebase_reads import rebase_disjoint_reads
 from .analysis.inplace import Rejection, format_rejections
-from .analysis.kernels import lookup_symbol
-from .analysis.liveness import function_bodies, op_key
 from .analysis.one_shot import one_shot_copies
+from .ir_utils import collect_ops, copy_attributes, function_bodies, lookup_symbol, op_key
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["insert_inplace", "populate_inplace_rewrites", "keep_one_shot_agreement",

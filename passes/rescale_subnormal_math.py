@@ -39,7 +39,7 @@ from mlir.dialects import arith
 from mlir.dialects import math as math_d
 
 from ._float_ir import OLT, SMALLEST_NORMAL, cmpf, element_name, float_const
-from ._ir import collect_ops
+from .ir_utils import collect_ops
 from .registry import PassContext, register_pass
 
 __all__ = ["rescale_subnormal_math"]

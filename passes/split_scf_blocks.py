@@ -41,7 +41,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import cf
 
-from ._ir import collect_ops
+from .ir_utils import collect_ops
 from .registry import PassContext, register_pass
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ._ir import collect_ops
+from .ir_utils import collect_ops
 from .registry import PassContext, register_pass
 
 __all__ = ["strided_copies_to_loops"]

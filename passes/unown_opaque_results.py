@@ -33,7 +33,7 @@ from mlir import ir
 from mlir.dialects import arith, memref
 
 from ..vocabulary import MEMREF_VIEW_OPS
-from ._ir import collect_ops, function_type, has_body, sym_name
+from .ir_utils import collect_ops, function_type, has_body, sym_name
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["opaque_callees", "unown_opaque_results"]

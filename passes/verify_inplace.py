@@ -42,10 +42,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ._ir import collect_ops
 from .analysis.inplace import InplaceAnalysis, namer
-from .analysis.liveness import function_bodies, op_key
 from .analysis.one_shot import one_shot_copies
+from .ir_utils import collect_ops, function_bodies, op_key
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["verify_function", "verify_inplace"]

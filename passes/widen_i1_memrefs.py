@@ -33,7 +33,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from ._ir import collect_ops, function_type
+from .ir_utils import collect_ops, function_type
 from .registry import PassContext, register_pass
 
 __all__ = ["widen_i1_memrefs"]

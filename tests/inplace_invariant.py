@@ -5,8 +5,8 @@ invariant tests and the random-program fuzzers."""
 from __future__ import annotations
 
 import tdf
-from tdf.passes.analysis.liveness import function_bodies
 from tdf.passes.analysis.one_shot import one_shot_copies
+from tdf.passes.ir_utils import function_bodies
 from tdf.passes.verify_inplace import verify_function
 
 

@@ -16,6 +16,7 @@ import sys
 import tdf
 from tdf.passes.analysis import liveness as L
 from tdf.passes.analysis.alias import AliasAnalysis
+from tdf.passes.ir_utils import function_bodies, is_tensor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,13 +50,13 @@ def test_class_bounds_agree_with_a_scan():
     """live_max / live_members against the members' uses, at every op of a
     function, in program order (the order the pass queries them)."""
     module = tdf.parse(_mix(300))
-    func = L.function_bodies(module.operation)[-1]
+    func = function_bodies(module.operation)[-1]
     order = L.Liveness(func)
     alias = AliasAnalysis(func, order=order)
     for op in order.ops:
         pre = order.pre(op)
         for operand in op.operands:
-            if not L.is_tensor(operand):
+            if not is_tensor(operand):
                 continue
             expect = set()
             for member in alias.members(operand):

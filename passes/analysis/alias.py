@@ -57,8 +57,8 @@ import heapq
 from mlir import ir
 
 from ...vocabulary import ASSUME_UNALIASED, DEST_OPERAND, DONATE_ATTR, TENSOR_VIEW_OPS
+from ..ir_utils import function_bodies, is_tensor
 from ..registry import PassContext, register_pass
-from .liveness import function_bodies, is_tensor
 
 __all__ = ["AliasAnalysis", "FRESH_OPS", "CONSTANT_OPS"]
 

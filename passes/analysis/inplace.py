@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from ..ir_utils import is_tensor, op_key
 from .alias import AliasAnalysis
-from .liveness import Liveness, is_tensor, op_key
+from .liveness import Liveness
 
 __all__ = ["RULES", "RESHAPES", "Rejection", "InplaceAnalysis", "size_adaptation", "namer",
            "format_rejections"]

@@ -47,11 +47,11 @@ from ...vocabulary import (
     INPLACE_OK_ATTR,
     INPLACE_VARIANT_ATTR,
 )
-from .liveness import op_key
+from ..ir_utils import function_type, op_key
 
 __all__ = [
     "ELEMENTWISE_OPS", "KernelInfo", "BodyProblem", "is_elementwise_linalg", "identity_operands",
-    "ins_outs", "reads_output", "lookup_symbol", "function_type",
+    "ins_outs", "reads_output",
 ]
 
 
@@ -62,19 +62,6 @@ ELEMENTWISE_OPS = frozenset({
     "linalg.round", "linalg.sqrt", "linalg.rsqrt", "linalg.square", "linalg.tanh",
     "linalg.erf", "linalg.copy", "linalg.map", "linalg.elementwise", "linalg.generic",
 })
-
-
-def function_type(func) -> ir.FunctionType:
-    return ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-
-
-def lookup_symbol(module_op, name: str):
-    """The op named ``@name`` directly in ``module_op``'s body, or None."""
-    for op in module_op.regions[0].blocks[0].operations:
-        op = op.operation
-        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name:
-            return op
-    return None
 
 
 def _maps(op):

@@ -52,51 +52,20 @@ After ``test-tdf-liveness``::
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 
 from mlir import ir
 
+from ..ir_utils import function_bodies, is_tensor, op_key
 from ..registry import PassContext, register_pass
 
-__all__ = ["Liveness", "LiveUse", "NON_LOOP_OPS", "is_tensor", "function_bodies", "op_key"]
-
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_OP_CAPSULE = b"mlir.ir.Operation._CAPIPtr"
-
-
-def op_key(op) -> int:
-    """A stable dictionary key for an operation: its address. (The bindings'
-    ``Operation.__hash__`` hashes the op's contents, which change when its
-    operands are rewritten, so ops cannot key a dict across rewrites.)"""
-    return _capsule_pointer(op.operation._CAPIPtr, _OP_CAPSULE)
+__all__ = ["Liveness", "LiveUse", "NON_LOOP_OPS"]
 
 # Region-holding ops whose regions run at most once per execution of the op.
 NON_LOOP_OPS = frozenset({
     "scf.if", "scf.index_switch", "scf.execute_region", "func.func", "builtin.module",
 })
 
-
-def is_tensor(value) -> bool:
-    """True for a value of ranked or unranked tensor type."""
-    return isinstance(value.type, (ir.RankedTensorType, ir.UnrankedTensorType))
-
-
-def function_bodies(op) -> list:
-    """Every ``func.func`` with a body at or under ``op`` (as ``ir.Operation``)."""
-    found = []
-
-    def visit(inner):
-        inner = inner.operation
-        if inner.name == "func.func" and len(inner.regions[0].blocks) > 0:
-            found.append(inner)
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
 
 
 @dataclass

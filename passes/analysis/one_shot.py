@@ -11,9 +11,8 @@ from __future__ import annotations
 from mlir import ir, passmanager
 
 from ...vocabulary import INPLACE_OPERANDS_ATTR
-from .._ir import collect_ops
+from ..ir_utils import collect_ops, op_key
 from ..pipelines import ONE_SHOT_ANALYSIS
-from .liveness import op_key
 
 __all__ = ["ANALYSIS_PIPELINE", "one_shot_copies", "view_copied"]
 

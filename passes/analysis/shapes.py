@@ -267,7 +267,7 @@ def _extract_slice_strides(op, base, type_, unknown):
 def _call_result_strides(op, number: int, type_, module_op, unknown):
     """:func:`buffer_strides` of result ``number`` of a ``tdf.call`` /
     ``tdf.call_inplace`` ``op``: its kernel parameter's layout."""
-    from .kernels import function_type, lookup_symbol
+    from ..ir_utils import function_type, lookup_symbol
     kernel = lookup_symbol(module_op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
     if kernel is None or kernel.name != "func.func":
         return unknown

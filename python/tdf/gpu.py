@@ -38,7 +38,7 @@ from mlir import ir
 from .errors import TDFError, format_location
 from .jit_symbols import mlir_lib
 from .parsing import parse_program
-from .passes._ir import collect_ops, function_type, has_body, is_public, sym_name
+from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sym_name
 from .pipeline import run_pipeline
 from .report import GPUReport, record_gpu_stage
 from .runtime import ScalarSpec

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from .errors import format_location
-from .passes._ir import arg_dicts, collect_ops, has_body, sym_name
+from .passes.ir_utils import arg_dicts, collect_ops, has_body, sym_name
 from .passes.pipelines import ONE_SHOT_ANALYSIS
 from .vocabulary import (
     ACCESS_ATTR,

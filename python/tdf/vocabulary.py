@@ -9,7 +9,10 @@ One home for each fact that several modules need to agree on:
 - the **element types**: the numpy dtype of every MLIR element type a
   compiled function takes or returns, the scalar types passed by value;
 - the **byte sizes** of element and shaped types, as the lowered code
-  allocates them (:func:`element_nbytes`, :func:`static_nbytes`).
+  allocates them (:func:`element_nbytes`, :func:`static_nbytes`);
+- the **runtime ABI**: the functions of the tdf runtime that compiled code
+  calls (``tdf_rt_bounds_error``, ...) and their arity, and the layout of
+  the run-time check site table.
 
 It imports nothing from tdf, so that both ``tdf`` and ``tdf.passes`` can
 import it without cycles.
@@ -29,8 +32,26 @@ __all__ = [
     "INPLACE_INDICES_ATTR", "STRIDED_OF_ATTR", "TRANSFER_ATTR", "RUNTIME_SITES_ATTR",
     "EMIT_C_INTERFACE_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
     "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
-    "static_nbytes",
+    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "RUNTIME_FUNCTIONS",
+    "SITE_SEPARATOR",
 ]
+
+# ---------------------------------------------------------------- runtime ABI
+
+#: The tdf runtime's failure functions that run-time checks call
+#: (``python/src/Runtime.cpp``): a failed bounds check, a failed allocation.
+BOUNDS_ERROR = "tdf_rt_bounds_error"
+ALLOC_ERROR = "tdf_rt_alloc_error"
+#: The BLAS route of contractions (``tdf-contractions-to-blas``,
+#: ``python/src/Blas.cpp``): flags, three (pointer, offset) pairs, the rank
+#: and (size, three strides) for each of up to six loop dimensions.
+CONTRACT = "tdf_rt_contract"
+#: The functions the tdf runtime defines in every engine: name → number of
+#: i64 parameters.
+RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32}
+#: Separates the fields of an entry of the run-time site table
+#: (``RUNTIME_SITES_ATTR``: ``kind, function, op, location, dimension``).
+SITE_SEPARATOR = "\x1f"
 
 # ----------------------------------------------------------------- attributes
 
