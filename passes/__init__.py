@@ -35,6 +35,7 @@ from . import (  # noqa: F401
     pipelines,
     rescale_subnormal_math,
     specialize_contractions,
+    split_reductions,
     split_scf_blocks,
     strided_copies_to_loops,
     unown_opaque_results,

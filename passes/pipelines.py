@@ -14,6 +14,7 @@ the kernel fusion stage (:data:`FUSE_KERNELS`) and the math lowering
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .registry import PassOption, register_pipeline
 
@@ -213,19 +214,24 @@ STRICT_CHECK = "tdf-verify-inplace{strict=true}"
 
 
 def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
-                  fuse_kernels: bool = True, blas: bool = False) -> list[str]:
+                  fuse_kernels: bool = True, blas: bool = False,
+                  split_reductions: bool = True) -> list[str]:
     """The first stage of the CPU pipeline: ``tdf-check-sizes`` (before
     anything that could abort on an overflowing shape), then
     (``fuse_kernels``) :data:`FUSE_KERNELS`, with
     ``tdf-specialize-contractions`` before the fusion when ``blas`` (so
-    that contractions stay BLAS contractions), then ``tdf-insert-inplace``
-    unless ``inplace`` is off or ``copy_before_write`` is on."""
+    that contractions stay BLAS contractions), then
+    ``tdf-split-reductions`` (``split_reductions``), then
+    ``tdf-insert-inplace`` unless ``inplace`` is off or
+    ``copy_before_write`` is on."""
     passes = ["tdf-check-sizes"]  # before tdf-insert-inplace too
     if fuse_kernels:
         passes += FUSE_KERNELS
     if blas:
         at = passes.index("linalg-fuse-elementwise-ops") if fuse_kernels else len(passes)
         passes.insert(at, "tdf-specialize-contractions")
+    if split_reductions:
+        passes.append("tdf-split-reductions")
     if inplace and not copy_before_write:
         passes.append("tdf-insert-inplace")
     return passes
@@ -245,6 +251,8 @@ CPU_OPTIONS = [
                "Contractions through the runtime's BLAS route (tdf-specialize-contractions, "
                "tdf-contractions-to-blas; calls tdf_rt_contract, which tdf.compile provides)"),
     PassOption("blas-threads", int, 0, "BLAS threads of the contraction calls (0: default)"),
+    PassOption("split-reductions", bool, True,
+               "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
     PassOption("fuse-kernels", bool, True,
                "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
                "linalg-fuse-elementwise-ops)"),
@@ -269,11 +277,12 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     unknown = sorted(set(options) - {o.name for o in CPU_OPTIONS})
     if unknown:
         raise ValueError(f"'tdf-lower-to-cpu' has no option '{unknown[0]}'")
-    values = {o.name: o.default for o in CPU_OPTIONS}
+    values: dict[str, Any] = {o.name: o.default for o in CPU_OPTIONS}
     values.update(options)
     copy_before_write = values["copy-before-write"]
     stages = [("inplace", inplace_stage(values["inplace"], copy_before_write,
-                                        values["fuse-kernels"], values["blas"]))]
+                                        values["fuse-kernels"], values["blas"],
+                                        values["split-reductions"]))]
     if values["strict"]:
         stages.append(("strict", [STRICT_CHECK]))
     # tdf-check-sizes ran first in the inplace stage.
@@ -316,6 +325,8 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     ``blas`` (default false): contractions as calls of ``tdf_rt_contract``
     (the runtime's BLAS route, which ``tdf.compile`` provides and turns on
     by default), on ``blas-threads`` threads (0: the library's default);
+    ``split-reductions`` (default true): long float reductions as a 16-ary
+    tree (``tdf-split-reductions``);
     ``bounds-checks``, ``alloc-checks`` (default false): the run-time checks
     ``tdf.compile`` inserts (``tdf-bounds-checks`` before bufferizing,
     ``tdf-alloc-checks`` before the LLVM lowering); their failures call

@@ -119,8 +119,8 @@ func.func @f({args}) -> ({rtypes}) {{
 def unfused(monkeypatch):
     original = pipelines.inplace_stage
 
-    def without(inplace=True, copy_before_write=False, fuse_kernels=True, blas=False):
-        return original(inplace, copy_before_write, fuse_kernels=False, blas=blas)
+    def without(inplace=True, copy_before_write=False, fuse_kernels=True, *rest, **kw):
+        return original(inplace, copy_before_write, False, *rest, **kw)
 
     def compile_unfused(text):
         with monkeypatch.context() as m:

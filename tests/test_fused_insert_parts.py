@@ -110,8 +110,8 @@ func.func @f({", ".join(args)}) -> ({", ".join(rtypes)}) {{
 def _compile_unfused(monkeypatch, text):
     original = pipelines.inplace_stage
 
-    def without(inplace=True, copy_before_write=False, fuse_kernels=True, blas=False):
-        return original(inplace, copy_before_write, fuse_kernels=False, blas=blas)
+    def without(inplace=True, copy_before_write=False, fuse_kernels=True, *rest, **kw):
+        return original(inplace, copy_before_write, False, *rest, **kw)
 
     with monkeypatch.context() as m:
         m.setattr(pipelines, "inplace_stage", without)
