@@ -631,8 +631,8 @@ def _size_label(size: dict) -> str:
 VARIANTS = ["tdf", "tdf_inplace_off", "tdf_copy_all", "jax_donated", "jax", "numpy"]
 
 
-def markdown(results: dict) -> str:
-    """The results as Markdown tables."""
+def _md_summary(results: dict) -> list[str]:
+    """The header and the summary table."""
     out = [f"Measured {results['date']} on {results['machine']['cpu']} "
            f"({results['machine']['cores']} cores), mode `{results['mode']}`, "
            f"every tdf build by `{results['backend']}`"
@@ -666,65 +666,84 @@ def markdown(results: dict) -> str:
     out.append("Time: median (±IQR/2) of one step (kv_loop: one decode step = call ÷ steps; ew_chain: one kernel call = program call ÷ calls; otherwise one call); bytes: allocated per call "
                "(tdf: counted at run time; JAX: output + temp − alias from memory_analysis; "
                "numpy: tracemalloc peak).")
+    return out
+
+
+def _md_workload(wl: str, rows: list) -> list[str]:
+    """One workload's table and bandwidth bounds."""
+    out: list[str] = []
+    out.append(f"### {wl}")
+    out.append("")
+    out.append("| size | " + " | ".join(VARIANTS) + " | tdf/jax-don t | tdf/jax t | "
+               "tdf/off t | tdf/cbw t | tdf/jax-don B | tdf/jax B | tdf/off B | "
+               "tdf/cbw B |")
+    out.append("|" + "---|" * (len(VARIANTS) + 9))
+    for row in rows:
+        cells = []
+        for v in VARIANTS:
+            tv = row["time"].get(v)
+            b = row["memory"]["alloc_bytes"].get(v)
+            if tv is None:
+                cells.append("–")
+            else:
+                per = tv.get("per_step", tv["median"])
+                scale = per / tv["median"] if tv["median"] else 1
+                cells.append(f"{_fmt_t(per)} (±{_fmt_t(tv['iqr'] * scale / 2)})<br>"
+                             f"{_fmt_b(b)}")
+        r = row["ratios"]
+        cells += [_fmt_r(r[f"time_tdf/{o}"]) for o in
+                  ("jax_donated", "jax", "tdf_inplace_off", "tdf_copy_all")]
+        cells += [_fmt_r(r[f"bytes_tdf/{o}"]) for o in
+                  ("jax_donated", "jax", "tdf_inplace_off", "tdf_copy_all")]
+        out.append(f"| {_size_label(row['size'])} | " + " | ".join(cells) + " |")
+    bounds = [row for row in rows if "bound" in row]
+    if bounds:
+        out.append("")
+        out.append("Bandwidth bound: " + "; ".join(
+            f"{_size_label(r['size'])}: new rows {_fmt_b(r['bound']['row_bytes'])} → "
+            f"{_fmt_t(r['bound']['row_write_s'])}, full copy "
+            f"{_fmt_t(r['bound']['full_copy_s'])}" for r in bounds) + ".")
+    out.append("")
+    return out
+
+
+def _md_compile_scaling(cs: dict) -> list[str]:
+    """The compile_scaling table."""
+    out: list[str] = []
+    out.append("### compile_scaling")
+    out.append("")
+    cols = cs["passes"] + ["parse", "canonicalize"]
+    out.append("| ops | " + " | ".join(cols) + " |")
+    out.append("|" + "---|" * (len(cols) + 1))
+    for pt in cs["points"]:
+        out.append(f"| {pt['ops']} | " + " | ".join(_fmt_t(pt[c]['median']) for c in cols) + " |")
+    out.append("| exponent | " + " | ".join(_fmt_r(cs["exponent"].get(c)) for c in cols) + " |")
+    if "analyses_total" in cs["exponent"]:
+        out.append("")
+        out.append(f"Fitted growth exponent of liveness + alias + tdf-insert-inplace: "
+                   f"**{_fmt_r(cs['exponent']['analyses_total'])}** (limit 1.15).")
+    if cs["missing_passes"]:
+        out.append("")
+        out.append("Not measured (pass not registered in this checkout): "
+                   + ", ".join(cs["missing_passes"]) + ".")
+    for p, e in cs.get("failed_passes", {}).items():
+        out.append("")
+        out.append(f"Not measured: `{p}` failed on the generated function: {e}")
+    out.append("")
+    return out
+
+
+def markdown(results: dict) -> str:
+    """The results as Markdown tables."""
+    out = _md_summary(results)
     out.append("")
     for wl in ("kv_step", "kv_multilayer", "kv_loop", "ew_chain", "log_concat", "embed_update"):
         rows = results["workloads"].get(wl)
-        if not rows:
-            continue
-        out.append(f"### {wl}")
-        out.append("")
-        out.append("| size | " + " | ".join(VARIANTS) + " | tdf/jax-don t | tdf/jax t | "
-                   "tdf/off t | tdf/cbw t | tdf/jax-don B | tdf/jax B | tdf/off B | "
-                   "tdf/cbw B |")
-        out.append("|" + "---|" * (len(VARIANTS) + 9))
-        for row in rows:
-            cells = []
-            for v in VARIANTS:
-                tv = row["time"].get(v)
-                b = row["memory"]["alloc_bytes"].get(v)
-                if tv is None:
-                    cells.append("–")
-                else:
-                    per = tv.get("per_step", tv["median"])
-                    scale = per / tv["median"] if tv["median"] else 1
-                    cells.append(f"{_fmt_t(per)} (±{_fmt_t(tv['iqr'] * scale / 2)})<br>"
-                                 f"{_fmt_b(b)}")
-            r = row["ratios"]
-            cells += [_fmt_r(r[f"time_tdf/{o}"]) for o in
-                      ("jax_donated", "jax", "tdf_inplace_off", "tdf_copy_all")]
-            cells += [_fmt_r(r[f"bytes_tdf/{o}"]) for o in
-                      ("jax_donated", "jax", "tdf_inplace_off", "tdf_copy_all")]
-            out.append(f"| {_size_label(row['size'])} | " + " | ".join(cells) + " |")
-        bounds = [row for row in rows if "bound" in row]
-        if bounds:
-            out.append("")
-            out.append("Bandwidth bound: " + "; ".join(
-                f"{_size_label(r['size'])}: new rows {_fmt_b(r['bound']['row_bytes'])} → "
-                f"{_fmt_t(r['bound']['row_write_s'])}, full copy "
-                f"{_fmt_t(r['bound']['full_copy_s'])}" for r in bounds) + ".")
-        out.append("")
+        if rows:
+            out += _md_workload(wl, rows)
     cs = results["workloads"].get("compile_scaling")
     if cs:
-        out.append("### compile_scaling")
-        out.append("")
-        cols = cs["passes"] + ["parse", "canonicalize"]
-        out.append("| ops | " + " | ".join(cols) + " |")
-        out.append("|" + "---|" * (len(cols) + 1))
-        for pt in cs["points"]:
-            out.append(f"| {pt['ops']} | " + " | ".join(_fmt_t(pt[c]['median']) for c in cols) + " |")
-        out.append("| exponent | " + " | ".join(_fmt_r(cs["exponent"].get(c)) for c in cols) + " |")
-        if "analyses_total" in cs["exponent"]:
-            out.append("")
-            out.append(f"Fitted growth exponent of liveness + alias + tdf-insert-inplace: "
-                       f"**{_fmt_r(cs['exponent']['analyses_total'])}** (limit 1.15).")
-        if cs["missing_passes"]:
-            out.append("")
-            out.append("Not measured (pass not registered in this checkout): "
-                       + ", ".join(cs["missing_passes"]) + ".")
-        for p, e in cs.get("failed_passes", {}).items():
-            out.append("")
-            out.append(f"Not measured: `{p}` failed on the generated function: {e}")
-        out.append("")
+        out += _md_compile_scaling(cs)
     cj = results["workloads"].get("compile_vs_jax")
     if cj:
         out.append("### compile_vs_jax")

@@ -17,21 +17,14 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, scf
 
-from ..vocabulary import (
-    ALLOC_ERROR,
-    BOUNDS_ERROR,
-    CONTRACT,
-    RUNTIME_FUNCTIONS,
-)
+from ..vocabulary import RUNTIME_FUNCTIONS
 from ..vocabulary import RUNTIME_SITES_ATTR as SITES_ATTR
 from ..vocabulary import SITE_SEPARATOR as SEPARATOR
 from .ir_utils import collect_ops, sym_name
 
-# The runtime-ABI names live in tdf.vocabulary; they are re-exported here
-# until every importer takes them from there.
-__all__ = ["SiteTable", "declare", "emit_failure_branch", "read_sites", "location_text",
-           "SITES_ATTR", "SEPARATOR", "ALLOC_ERROR", "BOUNDS_ERROR", "CONTRACT",
-           "RUNTIME_FUNCTIONS"]
+# The runtime-ABI names (tdf_rt_* functions and their arity) live in
+# tdf.vocabulary.
+__all__ = ["SiteTable", "declare", "emit_failure_branch", "read_sites", "location_text"]
 
 
 def location_text(location) -> str:

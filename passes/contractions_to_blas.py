@@ -44,8 +44,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, memref
 
-from ._ir import collect_ops
-from ._runtime_sites import CONTRACT, RUNTIME_FUNCTIONS, declare
+from ..vocabulary import CONTRACT, RUNTIME_FUNCTIONS
+from ._runtime_sites import declare
 from .analysis.contractions import (
     CONTRACTION_OPS,
     MAX_DIMS,
@@ -53,6 +53,7 @@ from .analysis.contractions import (
     classify,
     defining_op,
 )
+from .ir_utils import collect_ops
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["contractions_to_blas", "contraction_flags"]

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ._ir import collect_ops
+from .ir_utils import collect_ops
 from .registry import PassContext, PassOption, register_pass
 
 # linalg.batch_matmul is not handled: its unit batch tile dimension makes
@@ -79,7 +79,7 @@ def _tile_sizes(op, caps) -> list[int] | None:
              _tile(k_size, caps[2], _PREFERRED["k"])]
     if None in sizes:
         return None
-    return sizes
+    return [s for s in sizes if s is not None]
 
 
 def _stage(index: int, op_name: str, sizes: list[int]) -> str:

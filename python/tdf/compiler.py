@@ -52,8 +52,8 @@ from . import report as _report
 from .errors import CompileError, PipelineError, StrictModeError
 from .parsing import parse_program
 from .passes import pipelines
-from .passes._ir import collect_ops, function_type, has_body, is_public, sym_name
-from .passes._runtime_sites import RUNTIME_FUNCTIONS, SITES_ATTR, read_sites
+from .passes._runtime_sites import read_sites
+from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sym_name
 from .pipeline import run_pipeline
 from .report import Allocation, Copy, FusedCall, InplaceDecision, Report
 from .runtime import (
@@ -63,7 +63,8 @@ from .runtime import (
     register_runtime_symbols,
     signature,
 )
-from .vocabulary import EMIT_C_INTERFACE_ATTR
+from .vocabulary import EMIT_C_INTERFACE_ATTR, RUNTIME_FUNCTIONS
+from .vocabulary import RUNTIME_SITES_ATTR as SITES_ATTR
 
 __all__ = ["compile", "Program", "CompileError", "StrictModeError", "InplaceDecision",
            "FusedCall", "Copy", "Allocation", "AllocationStats", "Report"]

@@ -29,9 +29,8 @@ import threading
 from mlir import ir
 
 from .errors import CompileError
-from .passes._ir import collect_ops, has_body, sym_name
-from .passes._runtime_sites import RUNTIME_FUNCTIONS
-from .vocabulary import EMIT_C_INTERFACE_ATTR
+from .passes.ir_utils import collect_ops, has_body, sym_name
+from .vocabulary import EMIT_C_INTERFACE_ATTR, RUNTIME_FUNCTIONS
 
 __all__ = ["unresolved_functions", "capture_jit_errors", "missing_from_jit_output",
            "mlir_lib", "runtime_libs", "check_kernel_symbols", "COUNTED_ALLOCATION_SYMBOLS"]

@@ -54,7 +54,7 @@ from mlir import ir  # (loads the MLIR libraries the extension links, before it)
 
 from . import _tdf
 from .errors import CompileError
-from .passes._ir import arg_dicts, function_type, sym_name
+from .passes.ir_utils import arg_dicts, function_type, sym_name
 from .vocabulary import DONATE_ATTR, DTYPES, SCALAR_TYPES
 
 __all__ = [
