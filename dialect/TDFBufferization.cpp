@@ -287,9 +287,11 @@ FailureOr<BufferLikeType> kernelResultBufferType(Operation *op, Value value,
 // order, with earlier cuts removed. The pair is cut only when
 //  * the call is in the single block of its function's body (no loop, no
 //    branch: op order is execution order),
-//  * %v's component has no block argument (a function argument's
-//    equivalence to a result is what callers and result dropping rely on)
-//    and no value that One-Shot deems non-writable,
+//  * %v's component has no value that One-Shot deems non-writable and no
+//    block argument other than a writable (donated) argument of a function
+//    that nothing in the module calls (a called function's argument
+//    equivalence to a result is what its callers rely on; loop and branch
+//    arguments are pinned),
 //  * no member of %v's component is used after the call (uses in nested
 //    regions count at their ancestor in the block), and no other in-place
 //    operand of the call is in the component,
@@ -310,8 +312,9 @@ constexpr unsigned kMinCutComponent = 8;
 /// position of its last use in the block.
 class AliasComponents {
 public:
-  AliasComponents(Block &block, const OneShotAnalysisState &state)
-      : block(block), state(state) {
+  AliasComponents(Block &block, const OneShotAnalysisState &state,
+                  bool argumentsMayCut)
+      : block(block), state(state), argumentsMayCut(argumentsMayCut) {
     unsigned index = 0;
     for (Operation &op : block)
       position[&op] = index++;
@@ -323,7 +326,7 @@ public:
     if (inserted) {
       parent.push_back(it->second);
       size.push_back(1);
-      pinned.push_back(isa<BlockArgument>(value) || !state.isWritable(value));
+      pinned.push_back(pinsComponent(value));
       lastUse.push_back(lastUseOf(value));
     }
     unsigned id = it->second;
@@ -369,8 +372,24 @@ private:
     return last;
   }
 
+  /// A non-writable value, or a block argument other than a writable
+  /// argument of a function nothing calls (a donated argument of an entry
+  /// point): cutting between such an argument and later parts changes no
+  /// decision (the argument is defined before every op, and the part holding
+  /// it is dead after the cut), and bufferization still gives every in-place
+  /// result the argument's buffer (tdf-drop-donated-results reads the
+  /// bufferized IR). Only the analysis' argument-result equivalence is lost,
+  /// which callers would use: arguments of called functions stay pinned.
+  bool pinsComponent(Value value) const {
+    if (!state.isWritable(value))
+      return true;
+    auto arg = dyn_cast<BlockArgument>(value);
+    return arg && (!argumentsMayCut || arg.getOwner() != &block);
+  }
+
   Block &block;
   const OneShotAnalysisState &state;
+  bool argumentsMayCut;
   DenseMap<Operation *, unsigned> position;
   DenseMap<Value, unsigned> ids;
   SmallVector<unsigned> parent, size, lastUse;
@@ -429,7 +448,11 @@ void AliasCutState::computeCuts(func::FuncOp func) {
   // Candidates, in program order. Pre-order: every op before a call of the
   // block (nested ops included) is visited before the call.
   SmallVector<std::pair<OpOperand *, OpResult>> candidates;
-  AliasComponents components(block, state);
+  // An entry point's writable arguments may be cut from (see pinsComponent).
+  Operation *symbolTable = SymbolTable::getNearestSymbolTable(func);
+  bool uncalled =
+      symbolTable && SymbolTable::symbolKnownUseEmpty(func, symbolTable);
+  AliasComponents components(block, state, uncalled);
   func.walk<WalkOrder::PreOrder>([&](Operation *op) {
     auto call = dyn_cast<CallInplaceOp>(op);
     if (!call) {
@@ -459,7 +482,7 @@ void AliasCutState::computeCuts(func::FuncOp func) {
 
   // Final components with every candidate cut; undo the cuts whose result
   // side is pinned, last first.
-  AliasComponents final(block, state);
+  AliasComponents final(block, state, uncalled);
   DenseSet<OpOperand *> candidateSet;
   for (auto &candidate : candidates)
     candidateSet.insert(candidate.first);

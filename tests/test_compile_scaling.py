@@ -92,3 +92,77 @@ def test_fusion_keeps_every_64th_call_of_a_chain():
     calls = str(module).count("tdf.call @")
     assert MAX_FUSED_CHAIN == 64
     assert calls == 2, calls  # calls #64 and #129 (0-based) stay calls
+
+
+def _chain_on_argument(n: int) -> str:
+    lines = [f"  %v0 = tdf.call_inplace @k_ip(%x) inplace [0] : ({T}) -> {T}"]
+    for i in range(1, n):
+        lines.append(f"  %v{i} = tdf.call_inplace @k_ip(%v{i - 1}) inplace [0] : ({T}) -> {T}")
+    return ("func.func private @k_ip(memref<4xf32>) attributes {tdf.elementwise}\n"
+            f"func.func @main(%x: {T} {{tdf.donate}}) -> {T} {{\n" + "\n".join(lines)
+            + f"\n  return %v{n - 1} : {T}\n}}\n")
+
+
+def test_chain_on_entry_argument_is_cut():
+    # A chain on a donated argument of an entry point (the shape of every
+    # JAX step with donate_argnums) is cut too; each decision stays in place.
+    sizes, flags = _alias_sets(_chain_on_argument(400))
+    assert max(sizes) <= 16, max(sizes)
+    assert len(flags) >= 400 and all(f == "true" for f in flags)
+
+
+def test_donated_named_op_chain_runs_in_place():
+    kernel = ("func.func private @ex(%i: memref<4xf32>, %o: memref<4xf32>) "
+              "attributes {tdf.elementwise} {\n"
+              "  linalg.exp ins(%i : memref<4xf32>) outs(%o : memref<4xf32>)\n  return\n}\n")
+    lines, cur = [], "%x"
+    for i in range(200):
+        lines.append(f"  %v{i} = tdf.call @ex({cur}) : ({T}) -> {T}")
+        cur = f"%v{i}"
+    text = (kernel + f"func.func @main(%x: {T} {{tdf.donate}}) -> {T} {{\n" + "\n".join(lines)
+            + f"\n  return {cur} : {T}\n}}\n")
+    prog = tdf.compile(text)
+    x = np.full(4, -50.0, np.float32)
+    expect = tdf.compile(text, inplace=False).main(x.copy())
+    out = prog.main(x)
+    assert out is x and np.array_equal(out, expect)
+    report = prog.report()
+    assert not report.copies and all(d.inplace for d in report.decisions)
+
+
+def _nested_ifs(n: int) -> str:
+    """``n`` nested ``scf.if``: each level calls on the previous level's
+    value and yields it from its else branch."""
+    def level(i, cur):
+        if i == n:
+            return f"%z = tdf.call @k({cur}) : ({T}) -> {T}\nscf.yield %z : {T}\n"
+        end = f"scf.yield %r{i} : {T}\n" if i else f"return %r{i} : {T}\n"
+        return (f"%a{i} = tdf.call @k({cur}) : ({T}) -> {T}\n"
+                f"%r{i} = scf.if %c -> ({T}) {{\n" + level(i + 1, f"%a{i}")
+                + f"}} else {{\nscf.yield %a{i} : {T}\n}}\n" + end)
+    return ("func.func private @k(memref<4xf32>, memref<4xf32>)\n"
+            f"func.func @main(%x: {T}, %c: i1) -> {T} {{\n" + level(0, "%x") + "}\n")
+
+
+def test_liveness_linear_in_nesting_depth(monkeypatch):
+    # Work counted, not timed: op lookups of test-tdf-liveness grow linearly
+    # with the nesting depth (quadratic before: each region op walked its
+    # whole subtree, each use climbed every enclosing op).
+    from tdf.passes.analysis import liveness
+
+    calls = [0]
+    real = liveness.op_key
+
+    def counting(op):
+        calls[0] += 1
+        return real(op)
+
+    monkeypatch.setattr(liveness, "op_key", counting)
+    work = []
+    for n in (40, 160):
+        ctx = tdf.Context()
+        module = tdf.parse(_nested_ifs(n), ctx)
+        calls[0] = 0
+        tdf.run_pipeline(module, "builtin.module(test-tdf-liveness)")
+        work.append(calls[0])
+    assert work[1] <= 4.6 * work[0], work

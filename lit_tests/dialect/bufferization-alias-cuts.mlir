@@ -62,15 +62,52 @@ func.func private @k(memref<4xf32>, memref<4xf32>)
 func.func private @k_ip(memref<4xf32>) attributes {tdf.elementwise}
 func.func private @add(memref<4xf32>, memref<4xf32>, memref<4xf32>)
 
-// A chain on a (writable) function argument is never cut: the argument's
-// equivalence with the result is what callers and result dropping use. One
-// alias set holds the argument and every value; the result is the argument.
+// A chain on a (writable) argument of a function that is called is never
+// cut: the argument's equivalence with the result is what the callers use.
+// One alias set holds the argument and every value; the result is the
+// argument.
 // ANALYSIS-LABEL: func.func @negative_chain_on_argument
 // ANALYSIS-SAME:  (%[[X:[^:]+]]:
 // ANALYSIS-COUNT-10: tdf.call_inplace @k_ip({{.*}}__inplace_operands_attr__ = ["true"], __opresult_alias_set_attr__ = {{\[\[}}"%9", "%8", "%7", "%6", "%5", "%4", "%3", "%2", "%1", "%0", "%[[X]]"]]
 // ANALYSIS: return
 // ANALYSIS-SAME: __equivalent_func_args__ = [0]
 func.func @negative_chain_on_argument(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %1 = tdf.call_inplace @k_ip(%x) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = tdf.call_inplace @k_ip(%1) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %3 = tdf.call_inplace @k_ip(%2) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %4 = tdf.call_inplace @k_ip(%3) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %5 = tdf.call_inplace @k_ip(%4) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %6 = tdf.call_inplace @k_ip(%5) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %7 = tdf.call_inplace @k_ip(%6) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %8 = tdf.call_inplace @k_ip(%7) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %9 = tdf.call_inplace @k_ip(%8) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  %10 = tdf.call_inplace @k_ip(%9) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
+  return %10 : tensor<4xf32>
+}
+
+func.func @calls_the_chain(%y: tensor<4xf32>) -> tensor<4xf32> {
+  %r = func.call @negative_chain_on_argument(%y) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+func.func private @k_ip(memref<4xf32>) attributes {tdf.elementwise}
+
+// The same chain on a (writable) argument of an entry point (nothing calls
+// it) is cut like a chain from a fresh buffer: the analysis no longer
+// reports the result equivalent to the argument, but every operand stays in
+// place and the bufferized function still computes in the argument's buffer
+// and returns it (what tdf-drop-donated-results reads).
+// CHECK-LABEL: func.func @chain_on_entry_argument_is_cut
+// CHECK-SAME:  (%[[A:[^:]+]]:
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK-COUNT-10: call @k_ip(%[[A]])
+// CHECK: return %[[A]]
+// ANALYSIS-LABEL: func.func @chain_on_entry_argument_is_cut
+// ANALYSIS-COUNT-7: tdf.call_inplace @k_ip({{.*}}__inplace_operands_attr__ = ["true"], __opresult_alias_set_attr__ = {{\[\[}}"%6", "%5", "%4", "%3", "%2", "%1", "%0", "%{{.*}}"]]
+// ANALYSIS-COUNT-3: tdf.call_inplace @k_ip({{.*}}__inplace_operands_attr__ = ["true"], __opresult_alias_set_attr__ = {{\[\[}}"%9", "%8", "%7"]]
+func.func @chain_on_entry_argument_is_cut(%x: tensor<4xf32>) -> tensor<4xf32> {
   %1 = tdf.call_inplace @k_ip(%x) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
   %2 = tdf.call_inplace @k_ip(%1) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>
   %3 = tdf.call_inplace @k_ip(%2) inplace [0] : (tensor<4xf32>) -> tensor<4xf32>

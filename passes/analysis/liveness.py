@@ -65,6 +65,8 @@ __all__ = ["Liveness", "LiveUse", "NON_LOOP_OPS"]
 NON_LOOP_OPS = frozenset({
     "scf.if", "scf.index_switch", "scf.execute_region", "func.func", "builtin.module",
 })
+# Region-holding ops of which one execution runs one region only.
+_BRANCH_OPS = frozenset({"scf.if", "scf.index_switch"})
 
 
 
@@ -74,6 +76,41 @@ class _OpInfo:
     end: int
     loop: object  # innermost enclosing loop op (ir.Operation) or None
     cfg_block: list | None  # [first, last, block]: P's block in a multi-block region
+    branch: _Branch | None = None  # innermost enclosing region of an scf.if / index_switch
+    post: int = 0  # post-order number
+
+
+class _Branch:
+    """A region of an ``scf.if`` / ``scf.index_switch``: the last pre-order
+    number inside it (``region_end``), the ``end`` of the op (``op_end``)
+    and the enclosing branch region; ``up[k]`` is its ``2**k``-th
+    enclosing one (binary lifting: the first enclosing branch whose op
+    contains a given number is found in O(log depth))."""
+
+    __slots__ = ("region_end", "op_end", "up")
+
+    def __init__(self, parent: _Branch | None):
+        self.region_end = 0
+        self.op_end = 0
+        up = []
+        while parent is not None:
+            up.append(parent)
+            parent = parent.up[len(up) - 1] if len(parent.up) >= len(up) else None
+        self.up = up
+
+    def containing(self, pre: int) -> _Branch | None:
+        """The innermost of this branch and its enclosing ones whose op
+        contains pre-order number ``pre`` (ops nest: ``op_end`` grows
+        outwards)."""
+        node = self
+        if node.op_end >= pre:
+            return node
+        k = len(node.up) - 1
+        while k >= 0:
+            if k < len(node.up) and node.up[k].op_end < pre:
+                node = node.up[k]
+            k -= 1
+        return node.up[0] if node.up else None
 
 
 @dataclass(frozen=True)
@@ -95,54 +132,74 @@ class Liveness:
         self.func = func.operation
         self.info: dict = {}  # op_key -> _OpInfo
         self.ops: list = []  # every op of the body, in pre-order
+        self._through: dict | None = None  # live_through of every region op
         self._number()
 
     # -- numbering --------------------------------------------------------
     def _number(self) -> None:
-        """One walk: pre/end numbers, innermost loop, CFG block range.
+        """One walk: pre/end numbers, innermost loop, CFG block range,
+        innermost branch region.
 
         An explicit worklist, not recursion: region nesting depth is bounded
         only by the parser's limit (tdf.limits), far above Python's."""
         info = self.info
-        counter = 0
+        counter = post = 0
         func_record = info[op_key(self.func)] = _OpInfo(0, 0, None, None)
         ops = self.ops
-        # Tasks, last first: ("op", op, loop, cfg), ("block", block, loop,
-        # cfg, multi), ("end", record) and ("block-end", block_cfg).
-        stack = []
+        # Tasks, last first: ("op", op, loop, cfg, branch), ("block", block,
+        # loop, cfg, multi, branch), ("end", record, branches),
+        # ("region-end", branch) and ("block-end", block_cfg).
+        stack: list = []
 
-        def push_regions(regions, loop, cfg):
-            for region in reversed(list(regions)):
+        def push_regions(op, loop, cfg, branch):
+            branches = []
+            for region in reversed(list(op.regions)):
+                if op.name in _BRANCH_OPS:
+                    region_branch = _Branch(branch)
+                    branches.append(region_branch)
+                    stack.append(("region-end", region_branch))
+                else:
+                    region_branch = branch
                 blocks = list(region.blocks)
                 multi = len(blocks) > 1
                 for block in reversed(blocks):
-                    stack.append(("block", block, loop, cfg, multi))
+                    stack.append(("block", block, loop, cfg, multi, region_branch))
+            return branches
 
-        push_regions(self.func.regions, None, None)
+        push_regions(self.func, None, None, None)
         while stack:
             task = stack.pop()
             kind = task[0]
             if kind == "op":
-                _, op, loop, cfg = task
+                _, op, loop, cfg, branch = task
                 counter += 1
-                record = _OpInfo(counter, counter, loop, cfg)
+                record = _OpInfo(counter, counter, loop, cfg, branch)
                 info[op_key(op)] = record
                 ops.append(op)
-                regions = op.regions
-                if len(regions):
-                    stack.append(("end", record))
+                if not len(op.regions):
+                    post += 1
+                    record.post = post
+                else:
+                    end_task = ("end", record, [])
+                    stack.append(end_task)
                     inner_loop = loop if op.name in NON_LOOP_OPS else op
-                    push_regions(regions, inner_loop, cfg)
+                    end_task[2].extend(push_regions(op, inner_loop, cfg, branch))
             elif kind == "block":
-                _, block, loop, cfg, multi = task
+                _, block, loop, cfg, multi, branch = task
                 block_cfg = [counter + 1, None, block] if multi else cfg
                 if multi:
                     stack.append(("block-end", block_cfg))
                 children = [child.operation for child in block.operations]
                 for child in reversed(children):
-                    stack.append(("op", child, loop, block_cfg))
+                    stack.append(("op", child, loop, block_cfg, branch))
             elif kind == "end":
                 task[1].end = counter
+                post += 1
+                task[1].post = post
+                for region_branch in task[2]:
+                    region_branch.op_end = counter
+            elif kind == "region-end":
+                task[1].region_end = counter
             else:  # block-end
                 task[1][1] = counter
         func_record.end = counter
@@ -210,30 +267,23 @@ class Liveness:
                 return "cfg"
         return None
 
-    @staticmethod
-    def exclusive_branches(user, op) -> bool:
+    def exclusive_branches(self, user, op) -> bool:
         """True when ``user`` and ``op`` sit in different regions of one
         ``scf.if`` / ``scf.index_switch`` (one execution of it runs only one
-        of them; a loop around it is the ``loop`` rule's business)."""
-        blocks = {}
-        current = op.operation
-        while current.parent is not None:
-            parent = current.parent.operation
-            blocks[op_key(parent)] = current.block
-            if parent.name == "func.func":
-                break
-            current = parent
-        current = user.operation
-        while current.parent is not None:
-            parent = current.parent.operation
-            block = blocks.get(op_key(parent))
-            if block is not None:
-                return (parent.name in ("scf.if", "scf.index_switch")
-                        and block.region != current.block.region)
-            if parent.name == "func.func":
+        of them; a loop around it is the ``loop`` rule's business).
+        O(log depth): the innermost branch region around ``op`` whose op
+        contains ``user`` decides (``user`` outside that region)."""
+        upre = self.info[op_key(user.operation)].pre
+        record = self.info[op_key(op.operation)]
+        if record.branch is None:
+            return False
+        if upre < record.pre:
+            user, op = op, user
+            upre, record = record.pre, self.info[op_key(op.operation)]
+            if record.branch is None:
                 return False
-            current = parent
-        return False
+        found = record.branch.containing(upre)
+        return found is not None and not found.region_end >= upre
 
     def dead_after(self, value, op, aliases=(), ignore=()):
         """None when neither ``value`` nor any of ``aliases`` can be read after
@@ -280,31 +330,44 @@ class Liveness:
 
     def live_through(self, op) -> list:
         """Tensors defined outside region-holding ``op``, used inside it, and
-        dead after it (their last use is inside ``op``)."""
-        op = op.operation
-        record = self.info[op_key(op)]
-        seen, found = set(), []
-        start = 2 * record.pre
-        stop = 2 * record.end + 1
+        dead after it (their last use is inside ``op``), in the order a
+        post-order walk of ``op`` first reads them. All region ops are
+        answered by one pass over the uses (:meth:`_live_through_all`)."""
+        if self._through is None:
+            self._through = self._live_through_all()
+        return [value for _, value in sorted(self._through.get(op_key(op.operation), []),
+                                             key=lambda pair: pair[0])]
 
-        def visit(inner):
-            inner = inner.operation
-            if inner != op:
-                for operand in inner.operands:
-                    if not is_tensor(operand) or operand in seen:
-                        continue
-                    dpos = self.def_pos(operand)
-                    if start < dpos <= stop:
-                        continue
-                    seen.add(operand)
-                    later = any(self.info[op_key(u.owner)].pre > record.end
-                                for u in operand.uses)
-                    if not later:
-                        found.append(operand)
-            return ir.WalkResult.ADVANCE
-
-        op.walk(visit)
-        return found
+    def _live_through_all(self) -> dict:
+        """``{op_key(O): [(first post-order read, value)]}``: a tensor is live
+        through ``O`` exactly when ``O`` strictly contains its last user (in
+        pre-order) but not its definition, so each value walks up from its
+        last user once (linear in the output, not the nesting depth times the
+        program)."""
+        info = self.info
+        through: dict = {}
+        seen = set()
+        for inner in self.ops:
+            for operand in inner.operands:
+                if not is_tensor(operand) or operand in seen:
+                    continue
+                seen.add(operand)
+                users = [info[op_key(use.owner)] for use in operand.uses]
+                last = max(users, key=lambda record: record.pre)
+                dpos = self.def_pos(operand)
+                holder = self.ops[last.pre - 1].parent
+                while holder is not None:
+                    holder = holder.operation
+                    if holder.name == "func.func":
+                        break
+                    record = info[op_key(holder)]
+                    if 2 * record.pre < dpos <= 2 * record.end + 1:
+                        break
+                    first = min(user.post for user in users
+                                if record.pre < user.pre <= record.end)
+                    through.setdefault(op_key(holder), []).append((first, operand))
+                    holder = holder.parent
+        return through
 
 
 def annotate_liveness(func) -> None:
