@@ -49,6 +49,7 @@ from mlir import ir
 from . import blas as _blas
 from . import jit_symbols
 from . import report as _report
+from . import timing as _timing
 from .errors import CompileError, PipelineError, StrictModeError
 from .parsing import parse_program
 from .passes import pipelines
@@ -311,7 +312,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             opt_level: int = 2, shared_libs=(), chip: str = "sm_90", filename: str = "<input>",
             copy_before_write: bool = False, count_allocations: bool = False,
             bounds_checks: bool = True, blas: bool | None = None,
-            flush_denormals: bool = True, num_threads: int | None = None):
+            flush_denormals: bool = True, num_threads: int | None = None,
+            timing: bool | None = None):
     """Compiles a tdf program.
 
     ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
@@ -348,6 +350,9 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     ``flush_denormals`` (CPU only, default on): calls run with
     flush-to-zero / denormals-are-zero, as jax.jit does (a subnormal result
     is 0); ``False`` keeps IEEE subnormals.
+    ``timing`` (default: ``TDF_TIMING`` set and not ``0``): print the wall
+    time of each stage to stderr when done, like ``--mlir-timing``
+    (:mod:`tdf.timing`).
     Compiled functions may be called from several threads at once, and
     ``tdf.compile`` may run in several threads at once.
 
@@ -371,31 +376,41 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         "inplace": inplace, "strict": strict, "copy-before-write": copy_before_write,
         "count-allocations": count_allocations, "bounds-checks": bounds_checks,
         "alloc-checks": True, "blas": blas, "blas-threads": num_threads or 0}))
-    module = parse_program(text_or_module, filename, "tdf.compile")
+    timer = _timing.CompileTimer(_timing.enabled(timing))
+    with timer.stage("parse"):
+        module = parse_program(text_or_module, filename, "tdf.compile")
     context = module.context
     with context, ir.Location.unknown(context):
         entries = _entries(module, filename)
-        calls_inplace, fused = _run_inplace_stage(module, stages["inplace"], filename)
-        decisions, forced = _report.inplace_decisions(module, filename)
+        with timer.stage("inplace"):
+            calls_inplace, fused = _run_inplace_stage(module, stages["inplace"], filename)
+        with timer.stage("report: in-place decisions (One-Shot analysis)"):
+            decisions, forced = _report.inplace_decisions(module, filename)
         if copy_before_write:
             # One-Shot skips its analysis in this mode: every write copies.
             for decision in decisions:
                 decision.inplace = False
                 decision.reason = _report.COPY_BEFORE_WRITE_REASON
         if "strict" in stages:
-            _run_strict_stage(module, stages["strict"], forced, filename)
-        _run(module, stages["bufferize"], filename)
+            with timer.stage("strict"):
+                _run_strict_stage(module, stages["strict"], forced, filename)
+        with timer.stage("bufferize"):
+            _run(module, stages["bufferize"], filename)
         buffer_ir = str(module)
-        allocations, copies = _report.buffers(module, filename)
+        with timer.stage("report: buffers"):
+            allocations, copies = _report.buffers(module, filename)
         returned = _report.returned_args(module, {n: len(r) for n, (_, r) in entries.items()})
         _mark_c_interfaces(module, entries)
         jit_symbols.check_kernel_symbols(module, shared_libs)
-        _run(module, stages["llvm"], filename)
+        with timer.stage("lower to LLVM dialect"):
+            _run(module, stages["llvm"], filename)
         sites = _runtime_sites(module, filename)
         _keep_calls_in_large_functions(module)
         llvm_ir = str(module)
-        engine, counter, addresses = _jit(module, entries, opt_level, shared_libs,
-                                          count_allocations, filename)
+        with timer.stage("LLVM translation, optimisation and JIT"):
+            engine, counter, addresses = _jit(module, entries, opt_level, shared_libs,
+                                              count_allocations, filename)
+    timer.print()
 
     report = Report(inplace, calls_inplace, decisions, copies, allocations, returned,
                     copy_before_write=copy_before_write, fused_calls=fused)
