@@ -68,7 +68,8 @@ import programs as P  # noqa: E402
 
 SIZES = {"full": [1000, 2000, 5000, 10000, 20000], "quick": [1000, 2000, 4000],
          "tiny": [60, 180]}
-WORKLOADS = ["call_inplace_chain", "ew_chain", "mix"]
+WORKLOADS = ["call_inplace_chain", "ew_chain", "mix", "named_chain_donated", "nested_if",
+             "nested_for", "many_functions"]
 BUDGET_S = {"full": 90.0, "quick": 60.0, "tiny": 30.0}  # one build slower than this: stop growing
 GOAL_EXPONENT = 1.15
 GOAL_10K_S = 10.0
@@ -215,7 +216,75 @@ func.func private @widen(%in: {mh}, %out: {_m()}) {{
             + body + f"\n  %out = tdf.call @add2({a}, {b}) : ({t}, {t}) -> {t}\n  return %out : {t}\n}}\n")
 
 
-GENERATORS = {"call_inplace_chain": call_inplace_chain, "ew_chain": ew_chain, "mix": mix}
+def named_chain_donated(n_ops: int) -> str:
+    """N chained calls of a ``tdf.elementwise`` kernel whose body is the
+    named op ``linalg.exp``, on a donated argument (cubic before the alias
+    cuts accepted a donated entry argument)."""
+    t, m = _t(), _m()
+    lines, cur = [], "%x"
+    for i in range(max(2, n_ops - 1)):
+        lines.append(f"  %v{i} = tdf.call @ex({cur}) : ({t}) -> {t}")
+        cur = f"%v{i}"
+    return (f"func.func private @ex(%in: {m}, %out: {m}) attributes {{tdf.elementwise}} {{\n"
+            f"  linalg.exp ins(%in : {m}) outs(%out : {m})\n  return\n}}\n"
+            + _map_kernel("scale", "mulf", "1.000100e+00")
+            + f"func.func @main(%x: {t} {{tdf.donate}}) -> {t} {{\n"
+            + "\n".join(lines).replace("@ex(", "@scale(") + f"\n  return {cur} : {t}\n}}\n")
+
+
+def _nested(n_ops: int, loop: bool) -> str:
+    """About ``n_ops`` ops: ``scf.if`` (or ``scf.for``) nested n_ops/3 deep,
+    each level calling on the previous level's value."""
+    t = _t()
+    depth = max(2, n_ops // 3)
+    out = []
+    cur = "%x"
+    for i in range(depth):
+        out.append(f"%a{i} = tdf.call @scale({cur}) : ({t}) -> {t}")
+        if loop:
+            out.append(f"%r{i} = scf.for %i{i} = %c0 to %c1 step %c1 iter_args(%it{i} = %a{i}) "
+                       f"-> ({t}) {{")
+            cur = f"%it{i}"
+        else:
+            out.append(f"%r{i} = scf.if %c -> ({t}) {{")
+            cur = f"%a{i}"
+    out.append(f"%z = tdf.call @shift({cur}) : ({t}) -> {t}")
+    out.append(f"scf.yield %z : {t}")
+    for i in reversed(range(depth)):
+        out.append("}" if loop else f"}} else {{\nscf.yield %a{i} : {t}\n}}")
+        out.append(f"scf.yield %r{i} : {t}" if i else f"return %r{i} : {t}")
+    return (_map_kernel("scale", "mulf", "1.000100e+00") + _map_kernel("shift", "addf", "5.000000e-01")
+            + f"func.func @main(%x: {t}, %c: i1) -> {t} {{\n"
+            + "%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n"
+            + "\n".join(out) + "\n}\n")
+
+
+def nested_if(n_ops: int) -> str:
+    return _nested(n_ops, loop=False)
+
+
+def nested_for(n_ops: int) -> str:
+    return _nested(n_ops, loop=True)
+
+
+def many_functions(n_ops: int) -> str:
+    """About n_ops/4 small public functions (three calls each) and a
+    ``@main`` calling none of them."""
+    t = _t()
+    funcs = []
+    for f in range(max(1, n_ops // 4)):
+        funcs.append(f"func.func @f{f}(%x: {t} {{tdf.donate}}) -> {t} {{\n"
+                     f"  %a = tdf.call @scale(%x) : ({t}) -> {t}\n"
+                     f"  %b = tdf.call @shift(%a) : ({t}) -> {t}\n"
+                     f"  %r = tdf.call @scale(%b) : ({t}) -> {t}\n  return %r : {t}\n}}\n")
+    return (_map_kernel("scale", "mulf", "1.000100e+00") + _map_kernel("shift", "addf", "5.000000e-01")
+            + "".join(funcs) + f"func.func @main(%x: {t}) -> {t} {{\n"
+            + f"  %r = tdf.call @scale(%x) : ({t}) -> {t}\n  return %r : {t}\n}}\n")
+
+
+GENERATORS = {"call_inplace_chain": call_inplace_chain, "ew_chain": ew_chain, "mix": mix,
+              "named_chain_donated": named_chain_donated, "nested_if": nested_if,
+              "nested_for": nested_for, "many_functions": many_functions}
 
 
 def _args(name):
@@ -223,6 +292,8 @@ def _args(name):
     x = rng.standard_normal(W).astype(np.float32)
     if name == "mix":
         return (x, rng.standard_normal(W).astype(np.float32), True)
+    if name in ("nested_if", "nested_for"):
+        return (x, True)
     return (x,)
 
 

@@ -180,7 +180,8 @@ def test_whole_compile_scaling_script(tmp_path):
     with open(tmp_path / "compile_scaling.json") as fh:
         data = json.load(fh)
     assert data["mode"] == "tiny" and _num(data["tdf_opt_startup_s"]["median"])
-    assert set(data["workloads"]) == {"call_inplace_chain", "ew_chain", "mix"}
+    assert set(data["workloads"]) == {"call_inplace_chain", "ew_chain", "mix", "named_chain_donated",
+                                      "nested_if", "nested_for", "many_functions"}
     for name, wl in data["workloads"].items():
         assert wl["check"] == "ok", name
         assert len(wl["points"]) + len(wl["skipped_sizes"]) == len(data["sizes"]), name

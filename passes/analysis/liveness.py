@@ -92,11 +92,11 @@ class _Branch:
     def __init__(self, parent: _Branch | None):
         self.region_end = 0
         self.op_end = 0
-        up = []
+        up: list[_Branch] = []
         while parent is not None:
             up.append(parent)
             parent = parent.up[len(up) - 1] if len(parent.up) >= len(up) else None
-        self.up = up
+        self.up: list[_Branch] = up
 
     def containing(self, pre: int) -> _Branch | None:
         """The innermost of this branch and its enclosing ones whose op
@@ -180,7 +180,7 @@ class Liveness:
                     post += 1
                     record.post = post
                 else:
-                    end_task = ("end", record, [])
+                    end_task: tuple = ("end", record, [])
                     stack.append(end_task)
                     inner_loop = loop if op.name in NON_LOOP_OPS else op
                     end_task[2].extend(push_regions(op, inner_loop, cfg, branch))
