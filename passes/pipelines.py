@@ -21,7 +21,7 @@ from .registry import PassOption, register_pipeline
 __all__ = [
     "ONE_SHOT_OPTIONS", "ONE_SHOT", "ONE_SHOT_ANALYSIS", "one_shot",
     "FUSE_KERNELS", "LIBM_OPS", "APPROXIMATED_OPS", "APPROXIMATE_MATH", "MATH_TO_LLVM",
-    "LOWER_TO_LLVM", "lower_to_llvm", "STRICT_CHECK", "inplace_stage",
+    "LOWER_TO_LLVM", "ASYNC_TASKS", "lower_to_llvm", "STRICT_CHECK", "inplace_stage",
     "CPU_OPTIONS", "cpu_stages",
     "PTX_VERSION", "FORMATS", "STAGES", "NVVM_OPTIONS", "ptx_feature", "validate_options",
     "stage_pipelines",
@@ -182,8 +182,19 @@ LOWER_TO_LLVM = [
 ]
 
 
+#: Lowers the ``scf.parallel`` loops of ``tdf-parallelize`` onto the async
+#: runtime (``libmlir_async_runtime.so``): one task per chunk.
+ASYNC_TASKS = [
+    "async-parallel-for{async-dispatch=false min-task-size=1}",
+    "async-to-async-runtime",
+    "async-runtime-ref-counting",
+    "async-runtime-ref-counting-opt",
+    "convert-async-to-llvm",
+]
+
+
 def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True,
-                  blas: bool = False, threads: int = 0) -> list[str]:
+                  blas: bool = False, threads: int = 0, parallel: bool = False) -> list[str]:
     """The LLVM lowering after ``tdf-bufferize`` (:data:`LOWER_TO_LLVM`);
     ``count_allocations`` lowers allocations to the generic
     ``_mlir_memref_to_llvm_*`` functions so that a runtime can count them
@@ -192,8 +203,14 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     ``approximate_math=False`` leaves out :data:`APPROXIMATE_MATH` (every
     math op through libm / LLVM intrinsics: the reference the approximations
     are tested against). ``blas`` sends contractions to the runtime's BLAS
-    route (``tdf-contractions-to-blas{threads}``, before the loops)."""
+    route (``tdf-contractions-to-blas{threads}``, before the loops).
+    ``parallel`` cuts large loop nests into ``threads`` chunks run as tasks
+    of the async runtime (``tdf-parallelize``, :data:`ASYNC_TASKS`, before
+    ``convert-linalg-to-loops``; ``threads`` must then be at least 2)."""
     passes = list(LOWER_TO_LLVM)
+    if parallel:
+        at = passes.index("convert-linalg-to-loops")
+        passes[at:at] = [f"tdf-parallelize{{threads={threads}}}", *ASYNC_TASKS]
     if blas:
         at = passes.index("tdf-vectorize-contractions")
         passes.insert(at, f"tdf-contractions-to-blas{{threads={threads}}}" if threads
@@ -250,7 +267,11 @@ CPU_OPTIONS = [
     PassOption("blas", bool, False,
                "Contractions through the runtime's BLAS route (tdf-specialize-contractions, "
                "tdf-contractions-to-blas; calls tdf_rt_contract, which tdf.compile provides)"),
-    PassOption("blas-threads", int, 0, "BLAS threads of the contraction calls (0: default)"),
+    PassOption("threads", int, 0,
+               "Threads of BLAS calls and of parallel loops (0: the library's default)"),
+    PassOption("parallel", bool, False,
+               "Large loop nests on `threads` threads (tdf-parallelize + the async runtime, "
+               "libmlir_async_runtime.so, which tdf.compile loads)"),
     PassOption("split-reductions", bool, True,
                "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
     PassOption("fuse-kernels", bool, True,
@@ -291,7 +312,7 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
                       if copy_before_write else "tdf-bufferize{check-sizes=false}"]))
     stages.append(("llvm", (["tdf-alloc-checks"] if values["alloc-checks"] else [])
                    + lower_to_llvm(values["count-allocations"], values["approximate-math"],
-                                   values["blas"], values["blas-threads"])))
+                                   values["blas"], values["threads"], values["parallel"])))
     return stages
 
 
@@ -324,7 +345,10 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     ``fuse-kernels`` (default true): inline and fuse chains of kernel calls;
     ``blas`` (default false): contractions as calls of ``tdf_rt_contract``
     (the runtime's BLAS route, which ``tdf.compile`` provides and turns on
-    by default), on ``blas-threads`` threads (0: the library's default);
+    by default), on ``threads`` threads (0: the library's default);
+    ``parallel`` (default false): loop nests of at least 128K iterations cut
+    into ``threads`` chunks run by the async runtime (``tdf-parallelize``;
+    ``tdf.compile`` turns it on with more than one thread);
     ``split-reductions`` (default true): long float reductions as a 16-ary
     tree (``tdf-split-reductions``);
     ``bounds-checks``, ``alloc-checks`` (default false): the run-time checks

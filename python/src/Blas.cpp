@@ -686,6 +686,27 @@ template <typename T> void contract(Contraction op) {
 
 /// Below this many flops a contraction runs on one thread.
 constexpr double kParallelFlops = 4.0e6;
+/// ... unless it reads at least this many bytes (a large mat-vec is bound by
+/// memory bandwidth, which a second core adds to).
+constexpr double kParallelBytes = 1.0e6;
+
+/// Bytes of the three operands (each over the dimensions it has).
+double operandBytes(const Contraction &op) {
+  // Operands that carry each kind: batch A B C, M A C, N B C, K A B.
+  static const bool has[4][3] = {{true, true, true},
+                                 {true, false, true},
+                                 {false, true, true},
+                                 {true, true, false}};
+  double total = 0;
+  for (int o = 0; o < 3; ++o) {
+    double elements = 1;
+    for (int i = 0; i < op.rank; ++i)
+      if (has[op.dims[i].kind][o])
+        elements *= double(op.dims[i].size);
+    total += elements * double(elementBytes(op.type[o]));
+  }
+  return total;
+}
 
 void runContraction(const Contraction &op) {
   if (op.type[2] == F64)
@@ -735,7 +756,8 @@ extern "C" void tdf_rt_contract(int64_t flags, int64_t a, int64_t aOffset,
   // Threads of this call (thread-local in the library: concurrent calls do
   // not race): the program's count, or the process's; one thread for a
   // small contraction, where waking the library's threads costs more than
-  // the work (and, with every core busy, a scheduler time slice).
+  // the work (and, with every core busy, a scheduler time slice); a large
+  // mat-vec keeps them (it is bound by memory bandwidth).
   int threads = int((flags >> 32) & 0xffff);
   if (!libraryReady.load() || !library.setThreadsLocal) {
     runContraction(op);
@@ -744,7 +766,7 @@ extern "C" void tdf_rt_contract(int64_t flags, int64_t a, int64_t aOffset,
   double work = 2.0;
   for (int i = 0; i < op.rank; ++i)
     work *= double(op.dims[i].size);
-  if (work < kParallelFlops)
+  if (work < kParallelFlops && operandBytes(op) < kParallelBytes)
     threads = 1;
   if (threads == 0) {
     runContraction(op);

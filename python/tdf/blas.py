@@ -20,7 +20,8 @@ import threading
 
 from . import _tdf
 
-__all__ = ["available", "library_path", "set_num_threads", "num_threads", "NUM_THREADS_ENV"]
+__all__ = ["available", "library_path", "set_num_threads", "num_threads", "default_threads",
+           "env_threads", "NUM_THREADS_ENV"]
 
 NUM_THREADS_ENV = "TDF_NUM_THREADS"
 _PREFIX = "scipy_"
@@ -70,6 +71,18 @@ def _load() -> bool:
         if threads is not None:
             _tdf.blas_set_threads(threads)
         return True
+
+
+def default_threads() -> int:
+    """The thread count programs use by default: ``TDF_NUM_THREADS``, else
+    the cores this process may run on."""
+    threads = env_threads()
+    if threads is not None:
+        return threads
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def available() -> bool:

@@ -42,6 +42,7 @@ time (:meth:`Program.allocation_stats`)::
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 from mlir import ir
@@ -272,7 +273,7 @@ def _runtime_sites(module, filename: str) -> list[tuple]:
 
 
 def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocations: bool,
-         filename: str):
+         filename: str, parallel: bool = False):
     """The ExecutionEngine of the LLVM-dialect ``module`` (runtime symbols
     and, when counting, the counting allocator registered); returns
     ``(engine, counter, addresses)`` with the address of each entry's
@@ -280,8 +281,9 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
     from mlir.execution_engine import ExecutionEngine
 
     jit_libs = jit_symbols.runtime_libs() + shared_libs
+    async_symbols = jit_symbols.async_runtime_symbols() if parallel else {}
     registered = (jit_symbols.COUNTED_ALLOCATION_SYMBOLS if count_allocations else ()) \
-        + tuple(RUNTIME_FUNCTIONS)
+        + tuple(RUNTIME_FUNCTIONS) + tuple(async_symbols)
     missing = [name for name in jit_symbols.unresolved_functions(module, jit_libs)
                if name not in registered]
     if missing:
@@ -290,6 +292,8 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
                            f"shared_libs)")
     engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=jit_libs)
     register_runtime_symbols(engine)
+    for name, address in async_symbols.items():
+        engine.raw_register_runtime(name, ctypes.c_void_p(address))
     counter = AllocationCounter() if count_allocations else None
     if counter is not None:
         counter.register(engine)
@@ -345,8 +349,11 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     generics; f32/f64, bf16/f16 inputs of f32) run through the BLAS
     (``tdf-specialize-contractions``, ``tdf-contractions-to-blas``);
     ``True`` without the library is a ``CompileError``.
-    ``num_threads``: the BLAS threads of this program's contractions
-    (default: the process's, see :mod:`tdf.blas`).
+    ``num_threads``: the threads of this program's contractions and of its
+    large loop nests (default: ``TDF_NUM_THREADS``, else the cores; see
+    :mod:`tdf.blas`); with more than one, loop nests of at least 128K
+    iterations are cut into that many chunks run on the async runtime
+    (``tdf-parallelize``).
     ``flush_denormals`` (CPU only, default on): calls run with
     flush-to-zero / denormals-are-zero, as jax.jit does (a subnormal result
     is 0); ``False`` keeps IEEE subnormals.
@@ -371,11 +378,14 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     if copy_before_write:
         inplace = False
     blas = _check_blas_options(blas, flush_denormals, num_threads)
+    threads = num_threads or _blas.default_threads()
+    parallel = threads > 1 and bool(jit_symbols.async_runtime_symbols())
 
     stages = dict(pipelines.cpu_stages({
         "inplace": inplace, "strict": strict, "copy-before-write": copy_before_write,
         "count-allocations": count_allocations, "bounds-checks": bounds_checks,
-        "alloc-checks": True, "blas": blas, "blas-threads": num_threads or 0}))
+        "alloc-checks": True, "blas": blas, "threads": threads if parallel else num_threads or 0,
+        "parallel": parallel}))
     timer = _timing.CompileTimer(_timing.enabled(timing))
     with timer.stage("parse"):
         module = parse_program(text_or_module, filename, "tdf.compile")
@@ -409,7 +419,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         llvm_ir = str(module)
         with timer.stage("LLVM translation, optimisation and JIT"):
             engine, counter, addresses = _jit(module, entries, opt_level, shared_libs,
-                                              count_allocations, filename)
+                                              count_allocations, filename, parallel)
     timer.print()
 
     report = Report(inplace, calls_inplace, decisions, copies, allocations, returned,

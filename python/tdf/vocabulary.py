@@ -32,7 +32,8 @@ __all__ = [
     "INPLACE_INDICES_ATTR", "STRIDED_OF_ATTR", "TRANSFER_ATTR", "RUNTIME_SITES_ATTR",
     "EMIT_C_INTERFACE_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
     "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
-    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "RUNTIME_FUNCTIONS",
+    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GET_FP_MODE", "SET_FP_MODE",
+    "PARALLEL_TASKS", "RUNTIME_FUNCTIONS",
     "SITE_SEPARATOR",
 ]
 
@@ -46,9 +47,17 @@ ALLOC_ERROR = "tdf_rt_alloc_error"
 #: ``python/src/Blas.cpp``): flags, three (pointer, offset) pairs, the rank
 #: and (size, three strides) for each of up to six loop dimensions.
 CONTRACT = "tdf_rt_contract"
+#: The calling thread's floating-point mode (MXCSR) as an i64, and setting it
+#: (``tdf-parallelize``: tasks on worker threads run in the caller's mode).
+GET_FP_MODE = "tdf_rt_get_fp_mode"
+SET_FP_MODE = "tdf_rt_set_fp_mode"
+#: The chunk count of a parallel loop nest at run time (1 in a forked child).
+PARALLEL_TASKS = "tdf_rt_parallel_tasks"
 #: The functions the tdf runtime defines in every engine: name → number of
-#: i64 parameters.
-RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32}
+#: i64 parameters (``tdf_rt_get_fp_mode`` and ``tdf_rt_parallel_tasks``
+#: return an i64; the others return nothing).
+RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32, GET_FP_MODE: 0,
+                     SET_FP_MODE: 1, PARALLEL_TASKS: 1}
 #: Separates the fields of an entry of the run-time site table
 #: (``RUNTIME_SITES_ATTR``: ``kind, function, op, location, dimension``).
 SITE_SEPARATOR = "\x1f"

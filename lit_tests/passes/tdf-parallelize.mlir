@@ -1,0 +1,97 @@
+// RUN: tdf-opt %s --tdf-parallelize | FileCheck %s
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{threads=3 min-elements=8})" | FileCheck %s --check-prefix=THREE
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{threads=1})" | FileCheck %s --check-prefix=ONE
+// RUN: not tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{threads=0})" 2>&1 | FileCheck %s --check-prefix=BADOPT
+
+// BADOPT: error: threads and min-elements must be positive, got 0 and 131072
+// ONE-NOT: scf.parallel
+
+// 512 x 512 = 262144 iterations: two chunks of 256 rows, each a subview of
+// every operand, the op itself unchanged inside; the chunk count comes from
+// the runtime (1 in a forked child), each chunk first takes the caller's
+// floating-point mode.
+// CHECK-LABEL: func.func @exp_rows
+// CHECK-SAME:    (%[[X:[^:]+]]: memref<512x512xf32>, %[[Y:[^:]+]]: memref<512x512xf32>)
+// CHECK:         %[[MODE:.*]] = call @tdf_rt_get_fp_mode() : () -> i64
+// CHECK:         %[[WANT:.*]] = arith.constant 2 : i64
+// CHECK:         call @tdf_rt_parallel_tasks(%[[WANT]]) : (i64) -> i64
+// CHECK:         scf.parallel (%[[T:.*]]) = (%{{.*}}) to (%{{.*}}) step
+// CHECK:           func.call @tdf_rt_set_fp_mode(%[[MODE]])
+// CHECK:           %[[LO:.*]] = arith.muli %[[T]], %{{.*}} : index
+// CHECK:           %[[LEN:.*]] = arith.minsi
+// CHECK:           %[[XS:.*]] = memref.subview %[[X]][%[[LO]], 0] [%[[LEN]], 512] [1, 1]
+// CHECK:           %[[YS:.*]] = memref.subview %[[Y]][%[[LO]], 0] [%[[LEN]], 512] [1, 1]
+// CHECK:           linalg.generic {{.*}} ins(%[[XS]] : {{.*}}) outs(%[[YS]] : {{.*}})
+// CHECK:             math.exp
+// CHECK:           scf.reduce
+// THREE-LABEL: func.func @exp_rows
+// THREE:         %[[W:.*]] = arith.constant 3 : i64
+// THREE:         call @tdf_rt_parallel_tasks(%[[W]])
+func.func @exp_rows(%x: memref<512x512xf32>, %y: memref<512x512xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<512x512xf32>) outs(%y : memref<512x512xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %l = math.exp %a : f32
+    linalg.yield %l : f32
+  }
+  return
+}
+
+// A row reduction is cut along its rows (each row's sum stays in one chunk);
+// a broadcast input without the row loop is passed whole.
+// CHECK-LABEL: func.func @row_sums
+// CHECK:         scf.parallel
+// CHECK:           %[[XS:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [%{{.*}}, 1024]
+// CHECK:           %[[SS:.*]] = memref.subview %{{.*}}[%{{.*}}] [%{{.*}}] [1]
+// CHECK:           linalg.generic {{.*}} ins(%[[XS]], %{{[^ ]+}} : {{.*}}, memref<1024xf32>) outs(%[[SS]] :
+func.func @row_sums(%x: memref<256x1024xf32>, %w: memref<1024xf32>, %s: memref<256xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x, %w : memref<256x1024xf32>, memref<1024xf32>) outs(%s : memref<256xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Left alone: small; a reduction outermost; a body that calls a function;
+// an in-place op whose input is its output through another map (a
+// transpose into itself: chunks would race); dynamic sizes.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT:     scf.parallel
+func.func private @g(f32) -> f32
+func.func @left_alone(%small: memref<64x64xf32>, %x: memref<1024x1024xf32>, %v: memref<1024xf32>,
+                      %d: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      outs(%small : memref<64x64xf32>) {
+  ^bb0(%o: f32):
+    %n = arith.negf %o : f32
+    linalg.yield %n : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<1024x1024xf32>) outs(%v : memref<1024xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      outs(%x : memref<1024x1024xf32>) {
+  ^bb0(%o: f32):
+    %r = func.call @g(%o) : (f32) -> f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<1024x1024xf32>) outs(%x : memref<1024x1024xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      outs(%d : memref<?x?xf32>) {
+  ^bb0(%o: f32):
+    %n = arith.negf %o : f32
+    linalg.yield %n : f32
+  }
+  return
+}

@@ -1,0 +1,243 @@
+"""``tdf-parallelize``: large loop nests of linalg ops on memrefs run on
+several threads.
+
+Runs after bufferization and the contraction passes, before the loops are
+lowered. A linalg op (``linalg.generic``, ``linalg.map``, ``linalg.fill``,
+``linalg.copy``, ``linalg.transpose``, the element-wise named ops) with at
+least ``min-elements`` iterations (static shapes) whose outermost loop is
+parallel and in every output is cut along that loop into ``threads``
+contiguous chunks: an ``scf.parallel`` over the chunks, each running the op
+on subviews of its operands (so each chunk is the same vectorizable loop
+nest as before, on fewer rows). ``async-parallel-for`` then runs the chunks
+as tasks of the async runtime (``libmlir_async_runtime.so``, loaded by
+``tdf.compile``). Each chunk first sets the floating-point mode of the call
+that dispatched it (``tdf_rt_get_fp_mode`` / ``tdf_rt_set_fp_mode``: the
+workers flush subnormals exactly when the caller does). The chunk count is
+asked of the runtime at run time (``tdf_rt_parallel_tasks``): one in a child
+forked from the process whose async runtime workers ran the tasks (they do
+not exist there; one chunk runs inline on the calling thread).
+
+Not parallelized: ops whose body calls a function (a run-time check's
+failure call must run on the calling thread), allocates or contains regions;
+an input that shares storage with an output through a different indexing map
+(an in-place op is only safe chunk by chunk when each iteration reads what it
+writes); dynamic shapes. Statistics ``parallelized``.
+
+Before::
+
+    linalg.generic {... iterator_types = ["parallel"]}
+        ins(%x : memref<1048576xf32>) outs(%y : memref<1048576xf32>) {...}
+
+After (sketch, ``threads=2``)::
+
+    %mode = func.call @tdf_rt_get_fp_mode() : () -> i64
+    %n = func.call @tdf_rt_parallel_tasks(%c2_i64) : (i64) -> i64   // 1 in a forked child
+    ... %chunk = ceil(1048576 / n), %tasks = ceil(1048576 / %chunk)
+    scf.parallel (%t) = (%c0) to (%tasks) step (%c1) {
+      func.call @tdf_rt_set_fp_mode(%mode) : (i64) -> ()
+      %lo = arith.muli %t, %chunk : index
+      %len = arith.minsi %chunk, (1048576 - %lo)
+      %xs = memref.subview %x[%lo] [%len] [1] : ...
+      %ys = memref.subview %y[%lo] [%len] [1] : ...
+      linalg.generic {...} ins(%xs : ...) outs(%ys : ...) {...}
+    }
+"""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import arith, func, linalg, memref, scf
+
+from ..vocabulary import GET_FP_MODE, MEMREF_VIEW_OPS, PARALLEL_TASKS, SET_FP_MODE
+from .analysis.contractions import defining_op, dim_positions
+from .ir_utils import collect_ops, sym_name
+from .registry import PassContext, PassOption, register_pass
+
+__all__ = ["parallelize", "ELEMENTWISE_NAMED"]
+
+#: Named linalg ops that are all-parallel loop nests.
+ELEMENTWISE_NAMED = frozenset({
+    "linalg.map", "linalg.fill", "linalg.copy", "linalg.transpose", "linalg.broadcast",
+    "linalg.add", "linalg.sub", "linalg.mul", "linalg.div", "linalg.div_unsigned",
+    "linalg.max", "linalg.min", "linalg.powf", "linalg.exp", "linalg.log", "linalg.abs",
+    "linalg.ceil", "linalg.floor", "linalg.negf", "linalg.reciprocal", "linalg.round",
+    "linalg.sqrt", "linalg.rsqrt", "linalg.square", "linalg.tanh", "linalg.erf",
+    "linalg.select", "linalg.elementwise",
+})
+_OPS = ELEMENTWISE_NAMED | {"linalg.generic"}
+_BODY_OK_DIALECTS = ("arith.", "math.", "linalg.yield", "linalg.index", "memref.load",
+                     "complex.")
+
+
+def _iterators(op) -> list[str] | None:
+    if op.name == "linalg.generic":
+        return ["reduction" if "reduction" in str(t) else "parallel"
+                for t in ir.ArrayAttr(op.attributes["iterator_types"])]
+    return None  # the named ops here are all-parallel
+
+
+def _outputs(op) -> int:
+    if "operandSegmentSizes" in op.attributes:
+        return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[-1]
+    return 1
+
+
+def _root(value):
+    while (owner := defining_op(value)) is not None and owner.name in MEMREF_VIEW_OPS:
+        value = owner.operands[0]
+    return value
+
+
+def _body_ok(op) -> bool:
+    """No calls, allocations or nested regions in the body."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if len(inner.regions) or not inner.name.startswith(_BODY_OK_DIALECTS):
+                    return False
+    return True
+
+
+def _iterations(op, maps) -> list[int] | None:
+    """Static size of each loop, or None."""
+    sizes: dict[int, int] = {}
+    for value, amap in zip(op.operands, maps):
+        if not isinstance(value.type, ir.MemRefType):
+            continue
+        shape = ir.MemRefType(value.type).shape
+        for j, p in enumerate(dim_positions(amap) or []):
+            sizes.setdefault(p, shape[j])
+    n = maps[0].n_dims if maps else 0
+    if len(sizes) != n or any(s == ir.ShapedType.get_dynamic_size() for s in sizes.values()):
+        return None
+    return [sizes[d] for d in range(n)]
+
+
+def _aliasing_ok(op, maps, outputs: int) -> bool:
+    operands = list(op.operands)
+    first_out = len(operands) - outputs
+    for o in range(first_out, len(operands)):
+        root = _root(operands[o])
+        for i in range(first_out):
+            if (isinstance(operands[i].type, ir.MemRefType) and _root(operands[i]) == root
+                    and str(maps[i]) != str(maps[o])):
+                return False
+    return True
+
+
+def _plan(op, min_elements: int):
+    """``(maps, sizes)`` when ``op`` is worth and safe to cut along loop 0."""
+    if op.name not in _OPS or not all(isinstance(v.type, ir.MemRefType) or
+                                      not isinstance(v.type, ir.ShapedType)
+                                      for v in op.operands):
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in linalg.get_indexing_maps(op)]
+    if len(maps) != len(op.operands) or any(dim_positions(m) is None for m in maps):
+        return None
+    iterators = _iterators(op)
+    outputs = _outputs(op)
+    sizes = _iterations(op, maps)
+    if sizes is None or not sizes or sizes[0] < 2 or math.prod(sizes) < min_elements:
+        return None
+    if iterators is not None and iterators[0] != "parallel":
+        return None
+    if any(0 not in (dim_positions(m) or []) for m in maps[len(maps) - outputs:]):
+        return None
+    if not _body_ok(op) or not _aliasing_ok(op, maps, outputs):
+        return None
+    return maps, sizes
+
+
+def _index(n: int):
+    return arith.constant(ir.IndexType.get(), n)
+
+
+def _chunk_view(value, amap, lo, length):
+    """``value`` restricted to ``[lo, lo + length)`` of loop 0 (a subview),
+    or ``value`` itself when it does not have loop 0."""
+    positions = dim_positions(amap)
+    if not isinstance(value.type, ir.MemRefType) or 0 not in positions:
+        return value
+    t = ir.MemRefType(value.type)
+    at = positions.index(0)
+    offsets: list = [0] * t.rank
+    offsets[at] = lo
+    sizes: list = list(t.shape)
+    sizes[at] = length
+    strides, _ = t.get_strides_and_offset()
+    shape = list(t.shape)
+    shape[at] = ir.ShapedType.get_dynamic_size()
+    layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), strides)
+    result = ir.MemRefType.get(shape, t.element_type, layout, t.memory_space)
+    return memref.subview(value, offsets, sizes, [1] * t.rank, result_type=result)
+
+
+def _declare_fp_mode(module_op) -> None:
+    names = {sym_name(f) for f in collect_ops(module_op, "func.func") if f.parent == module_op}
+    i64 = ir.IntegerType.get_signless(64)
+    with ir.InsertionPoint(module_op.regions[0].blocks[0]), ir.Location.unknown():
+        for name, ftype in ((GET_FP_MODE, ir.FunctionType.get([], [i64])),
+                            (SET_FP_MODE, ir.FunctionType.get([i64], [])),
+                            (PARALLEL_TASKS, ir.FunctionType.get([i64], [i64]))):
+            if name not in names:
+                func.FuncOp(name, ftype, visibility="private")
+
+
+def _cut(op, maps, sizes, threads: int) -> None:
+    n = sizes[0]
+    i64, index = ir.IntegerType.get_signless(64), ir.IndexType.get()
+    with ir.InsertionPoint(op), op.location:
+        mode = func.call([i64], GET_FP_MODE, [])
+        # chunks = runtime(threads) (1 in a forked child), each ceil(n / chunks)
+        wanted = func.call([i64], PARALLEL_TASKS,
+                           [arith.constant(i64, min(threads, n))])
+        wanted = arith.index_cast(index, wanted)
+        chunk = arith.ceildivsi(_index(n), wanted)
+        tasks = arith.ceildivsi(_index(n), chunk)
+        loop = scf.ParallelOp([], [_index(0)], [tasks], [_index(1)], [])
+        body = loop.regions[0].blocks.append(index)
+        with ir.InsertionPoint(body):
+            func.call([], SET_FP_MODE, [mode])
+            task = body.arguments[0]
+            lo = arith.muli(task, chunk)
+            length = arith.minsi(chunk, arith.subi(_index(n), lo))
+            views = [_chunk_view(v, m, lo, length) for v, m in zip(op.operands, maps)]
+            clone = op.operation.clone()
+            for k, view in enumerate(views):
+                clone.operands[k] = view
+            scf.ReduceOp([], 0)
+    # The clone was made at the op's position: move it into the loop body.
+    clone.move_before(list(body.operations)[-1])
+    op.operation.erase()
+
+
+@register_pass(
+    "tdf-parallelize",
+    "Large linalg loop nests on memrefs cut into chunks along their outer parallel loop, "
+    "as an scf.parallel (run on threads by async-parallel-for)",
+    options=[PassOption("threads", int, 2, "Chunks per op (the thread count; 1: nothing)"),
+             PassOption("min-elements", int, 131072, "Iterations an op needs to be cut")],
+    statistics=[("parallelized", "linalg ops cut into chunks")],
+)
+def parallelize(op, ctx: PassContext) -> None:
+    """See the module docstring."""
+    threads, min_elements = ctx.option("threads"), ctx.option("min-elements")
+    if threads < 1 or min_elements < 1:
+        ctx.error(op, f"threads and min-elements must be positive, got {threads} and "
+                      f"{min_elements}")
+        return
+    if threads == 1:
+        return
+    plans = [(target, plan) for target in collect_ops(op, _OPS)
+             if (plan := _plan(target, min_elements)) is not None]
+    if not plans:
+        return
+    module = op
+    while module.name != "builtin.module":
+        module = module.parent
+    _declare_fp_mode(module)
+    for target, (maps, sizes) in plans:
+        _cut(target, maps, sizes, threads)
+    ctx.statistic("parallelized", len(plans))
