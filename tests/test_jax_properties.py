@@ -45,10 +45,16 @@ UNARY = {
     "rsqrt": lambda x: lax.rsqrt(jnp.abs(x) + 1.0), "erf": lax.erf, "square": jnp.square,
     "exp2": lambda x: jnp.exp2(_smooth(x)), "cube": lambda x: x ** 3, "silu": jax.nn.silu,
     "gelu": jax.nn.gelu, "softmax": lambda x: jax.nn.softmax(x, axis=-1),
+    "asinh": jnp.arcsinh, "sinh": lambda x: jnp.sinh(_smooth(x)),
+    "asin": lambda x: jnp.arcsin(jnp.tanh(x)), "atanh": lambda x: jnp.arctanh(jnp.tanh(x) * 0.9),
+    "erfinv": lambda x: jax.scipy.special.erfinv(jnp.tanh(x) * 0.99),
 }
 EXACT_UNARY = {"neg": jnp.negative, "abs": jnp.abs, "floor": jnp.floor, "ceil": jnp.ceil,
                "round": jnp.round, "sign": jnp.sign, "halve": lambda x: x * 0.5,
-               "relu": jax.nn.relu}
+               "relu": jax.nn.relu, "reduce_precision": lambda x: lax.reduce_precision(x, 5, 10),
+               "nextafter": lambda x: jnp.nextafter(x, jnp.float32(0.0)),
+               "bitcast": lambda x: lax.bitcast_convert_type(
+                   lax.bitcast_convert_type(x, jnp.uint32) ^ jnp.uint32(1), jnp.float32)}
 BINARY = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply,
           "div": lambda a, b: a / (jnp.abs(b) + 0.5),
           "pow": lambda a, b: jnp.power(jnp.abs(a) + 0.5, jnp.clip(b, -2.0, 2.0)),
@@ -63,7 +69,7 @@ def _op_names():
                "concat", "cumsum", "dyn_slice", "dyn_update", "gather", "scatter_set",
                "scatter_add", "int_ops", "fori", "cond", "reshape", "broadcast_row", "scan",
                "while", "lax_pad", "batched_dot", "cummax", "take_fill", "select3", "bf16_round",
-               "loop_updates"])
+               "loop_updates", "split", "uint_ops", "uint_index", "cumlogsumexp"])
 
 
 @st.composite
@@ -162,6 +168,8 @@ def _loop_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
         ex = False
     elif name == "cummax":
         r, ex = lax.cummax(e, axis=s % 2, reverse=s < 0), True
+    elif name == "cumlogsumexp":
+        r, ex = lax.cumlogsumexp(a, axis=s % 2, reverse=s < 0), False
     else:
         return None
     return r, ex
@@ -185,6 +193,18 @@ def _shape_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
         ex = False
     elif name == "bf16_round":
         r, ex = e.astype(jnp.bfloat16).astype(jnp.float32), True
+    elif name == "split":
+        left, right = jnp.split(a, [s % C], axis=1)
+        r, ex = jnp.concatenate([right, left], axis=1), a_exact
+    elif name == "uint_ops":
+        u = (e * 7).astype(jnp.int32).astype(jnp.uint32)  # negatives wrap to large values
+        v = (e2 * 5).astype(jnp.uint8)
+        d = (u // (u % 5 + 1) + u % 3 - (u >> 2) + lax.clz(u) + lax.population_count(u)
+             + jnp.maximum(u, v.astype(jnp.uint32)) + (u > jnp.uint32(2**31)) + jnp.cumsum(v, 1))
+        r, ex = (d % jnp.uint32(1000)).astype(jnp.float32) + jnp.argmax(u, 1)[:, None], True
+    elif name == "uint_index":
+        rows = idx.astype(jnp.uint32)[:R] + jnp.uint32(s % 3)  # wrapped negatives: clamped
+        r, ex = a[rows], a_exact
     else:
         return None
     return r, ex

@@ -20,7 +20,7 @@ from mlir.dialects import func
 
 from ..errors import TDFError
 from ..vocabulary import DEST_OPERAND, DONATE_ATTR
-from ._builder import Translator, tensor_type
+from ._builder import Translator, UnsupportedPrimitiveError, call_site, signless, tensor_type
 
 __all__ = ["jit", "JitFunction", "Lowered", "StrictInplaceError"]
 
@@ -61,6 +61,8 @@ class _Signature:
         jaxpr = closed.jaxpr
         self.in_avals = [v.aval for v in jaxpr.invars]
         self.consts = [np.asarray(c) for c in closed.consts]
+        self.runtime_consts = [c.view(signless(c.dtype)) if c.dtype.kind == "u" else c
+                               for c in self.consts]
         # Each output is ("result", k) of the compiled function, ("arg", i)
         # of the flattened inputs, ("const", i) of the closed jaxpr's consts
         # or ("literal", value).
@@ -131,12 +133,12 @@ def _check_strict(program):
                                  f"value):\n{lines}")
 
 
-def _build_module(sig: _Signature, name: str):
+def _build_module(sig: _Signature, name: str, where=None):
     from ..context import Context
     ctx = Context()
     with ctx, ir.Location.unknown(ctx):
         module = ir.Module.create()
-        tr = Translator(name)
+        tr = Translator(name, fallback=where)
         tr.check_dtypes(sig.closed.jaxpr)
         arg_types = [tensor_type(a, f"{name}: argument leaf #{i}: ")
                      for i, a in enumerate(sig.in_avals)]
@@ -222,7 +224,7 @@ class JitFunction:
                 if dtype is None or shape is None:
                     array = np.asarray(leaf)
                     dtype, shape = array.dtype, array.shape
-                leaf_keys.append((tuple(shape), np.dtype(dtype)))
+                leaf_keys.append((tuple(shape), self._leaf_dtype(len(leaf_keys), dtype)))
         statics = ()
         if static:
             statics = []
@@ -235,6 +237,19 @@ class JitFunction:
                 statics.append((i, args[i]))
             statics = tuple(statics)
         return (len(args), tree, tuple(leaf_keys), statics), leaves
+
+    def _leaf_dtype(self, index, dtype) -> np.dtype:
+        """``dtype`` as a numpy dtype; an extended JAX dtype (a typed PRNG
+        key, ``key<fry>``) raises :class:`UnsupportedPrimitiveError`."""
+        try:
+            return np.dtype(dtype)
+        except TypeError:
+            where = call_site()
+            where = f"{where[0]}:{where[1]}:{where[2]}: " if where else ""
+            raise UnsupportedPrimitiveError(
+                f"{where}{self.__name__}: argument leaf #{index} has dtype {dtype}, which tdf.jax.jit "
+                f"does not support (typed PRNG keys and other extended dtypes; the PRNG "
+                f"primitives are not translated: see docs/Frontend.md)") from None
 
     def _signature(self, args):
         import jax
@@ -276,7 +291,7 @@ class JitFunction:
                 if entry is None:
                     sig = self._signature(args)
                     name = f"<tdf.jax.jit:{self.__name__}>"
-                    module, ctx = _build_module(sig, name)
+                    module, ctx = _build_module(sig, name, call_site())
                     entry = Lowered(sig, module, ctx, name)
                     self._cache[key] = entry
         return entry
@@ -293,8 +308,38 @@ class JitFunction:
         program = lowered._default
         if program is None:
             program = lowered._default = lowered.compile()
-        entry = program.main
-        arrays = []
+        arrays, passed, unsigned = self._inputs(leaves, sig)
+        raw = program.main(*passed, *sig.runtime_consts)
+        if raw is None:
+            raw = ()
+        elif type(raw) is not tuple:
+            raw = (raw,)
+        outs = []
+        for (kind, value), aval in zip(sig.outputs, sig.out_avals):
+            if kind == "result":
+                out = raw[value]
+                if out.dtype != aval.dtype:
+                    # an unsigned result: the caller's own array when it is a
+                    # donated argument updated in place, else a view
+                    caller = unsigned.get(id(out))
+                    out = out.view(aval.dtype) if caller is None else caller
+            elif kind == "dup":
+                out = outs[sig.outputs.index(("result", value))].copy()
+            elif kind == "arg":
+                out = np.array(arrays[value])
+            elif kind == "const":
+                out = np.array(sig.consts[value])
+            else:
+                out = np.array(value)
+            if out.shape != aval.shape:
+                out = out.reshape(aval.shape)
+            outs.append(out)
+        return jax.tree_util.tree_unflatten(sig.out_tree, outs)
+
+    def _inputs(self, leaves, sig):
+        """(the leaves as arrays of the traced dtypes, the arrays passed to
+        the compiled code, {id(passed view): caller's unsigned array})."""
+        arrays, passed, unsigned = [], [], {}
         for i, (leaf, aval, donated) in enumerate(zip(leaves, sig.in_avals, sig.donated)):
             dtype = aval.dtype
             if type(leaf) is np.ndarray and leaf.dtype == dtype and leaf.flags.c_contiguous \
@@ -308,27 +353,14 @@ class JitFunction:
                 raise ValueError(f"{self.__name__}: input leaf #{i} has shape {array.shape}, "
                                  f"traced with {tuple(aval.shape)}")
             arrays.append(array)
-        raw = entry(*arrays, *sig.consts)
-        if raw is None:
-            raw = ()
-        elif type(raw) is not tuple:
-            raw = (raw,)
-        outs = []
-        for (kind, value), aval in zip(sig.outputs, sig.out_avals):
-            if kind == "result":
-                out = raw[value]
-            elif kind == "dup":
-                out = raw[value].copy()
-            elif kind == "arg":
-                out = np.array(arrays[value])
-            elif kind == "const":
-                out = np.array(sig.consts[value])
-            else:
-                out = np.array(value)
-            if out.shape != aval.shape:
-                out = out.reshape(aval.shape)
-            outs.append(out)
-        return jax.tree_util.tree_unflatten(sig.out_tree, outs)
+            if array.dtype.kind == "u":
+                # Compiled code holds unsigned values as signed integers of
+                # the same width (the same bits, a view: donation stays in place).
+                view = array.view(signless(array.dtype))
+                unsigned[id(view)] = array
+                array = view
+            passed.append(array)
+        return arrays, passed, unsigned
 
 
 def jit(fun=None, *, donate_argnums=(), static_argnums=()):

@@ -20,7 +20,7 @@ from ..errors import TDFError
 from ..vocabulary import TENSOR_VIEW_OPS, element_type_name
 
 __all__ = ["Translator", "UnsupportedPrimitiveError", "rule", "RULES", "element_type",
-           "tensor_type", "is_float", "is_signed_int", "is_bool"]
+           "tensor_type", "is_float", "is_signed_int", "is_unsigned", "is_bool", "signless"]
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 RULES: dict = {}
@@ -59,13 +59,37 @@ def is_signed_int(dtype) -> bool:
     return _dtype(dtype).kind == "i"
 
 
+def is_unsigned(dtype) -> bool:
+    return _dtype(dtype).kind == "u"
+
+
+def signless(dtype) -> np.dtype:
+    """The dtype of the arrays that hold ``dtype``'s values in compiled code:
+    MLIR integers are signless, so an unsigned dtype travels as the signed
+    integer of its width (the same bits; the rules take the signedness from
+    the jaxpr's avals)."""
+    d = _dtype(dtype)
+    return np.dtype(f"i{d.itemsize}") if d.kind == "u" else d
+
+
+def _dtype_name(dtype) -> str:
+    try:
+        return _dtype(dtype).name
+    except TypeError:  # a JAX extended dtype (key<fry>) numpy cannot interpret
+        return str(dtype)
+
+
 def element_type(dtype, where: str = "") -> ir.Type:
-    """The MLIR element type of a numpy/JAX dtype (``TDFError`` if none)."""
-    name = element_type_name(dtype)
+    """The MLIR element type of a numpy/JAX dtype (``TDFError`` if none);
+    unsigned integers are the signless integers of their width."""
+    try:
+        name = element_type_name(signless(dtype))
+    except TypeError:
+        name = None
     if name is None:
         raise UnsupportedPrimitiveError(
-            f"{where}unsupported dtype {_dtype(dtype).name} (tdf.jax supports "
-            f"float16/bfloat16/float32/float64, int8-int64 and bool)")
+            f"{where}unsupported dtype {_dtype_name(dtype)} (tdf.jax supports "
+            f"float16/bfloat16/float32/float64, int8-int64, uint8-uint64 and bool)")
     return ir.Type.parse(name)
 
 
@@ -93,6 +117,32 @@ def user_location(source_info):
     return frame.file_name, frame.start_line, max(frame.start_column, 0) + 1
 
 
+def call_site():
+    """(file, line, column) of the innermost frame of the current stack
+    outside tdf, JAX (and the libraries JAX excludes) and the standard
+    library: the user's call of a ``tdf.jax.jit`` function, or None."""
+    import os
+    import sys
+    import sysconfig
+    import traceback
+    try:
+        from jax._src import source_info_util
+        is_user = source_info_util.is_user_filename
+    except Exception:  # pragma: no cover - JAX internals changed
+        return None
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    stdlib = sysconfig.get_paths()["stdlib"]
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        path = os.path.abspath(name)
+        if not (path.startswith(here) or path.startswith(stdlib) or not is_user(name)):
+            summary = traceback.extract_stack(frame, limit=1)[0]
+            return name, frame.f_lineno, (getattr(summary, "colno", None) or 0) + 1
+        frame = frame.f_back
+    return None
+
+
 def describe(source_info) -> str:
     where = user_location(source_info)
     return f"{where[0]}:{where[1]}:{where[2]}" if where else "<unknown location>"
@@ -106,8 +156,11 @@ class Translator:
     point. ``env`` maps jaxpr variables to MLIR values; nested jaxprs (calls,
     loop bodies, branches) are translated with :meth:`inline`."""
 
-    def __init__(self, filename: str = "<jax>"):
+    def __init__(self, filename: str = "<jax>", fallback=None):
         self.filename = filename
+        # (file, line, column) for equations without a user frame (the
+        # traced function is itself a library function, ``jnp.sort``)
+        self.fallback = fallback
         self.eqn = None
         self.stack: list = []  # the equations being translated, outermost first
 
@@ -121,7 +174,7 @@ class Translator:
             where = user_location(eqn.source_info)
             if where is not None:
                 return where
-        return None
+        return self.fallback
 
     def where(self) -> str:
         where = self._user_location()
@@ -129,9 +182,11 @@ class Translator:
 
     def unsupported(self, what: str) -> UnsupportedPrimitiveError:
         name = self.eqn.primitive.name if self.eqn is not None else "?"
+        outer = [_describe_call(e) for e in self.stack[:-1]]
         return UnsupportedPrimitiveError(
             f"{self.where()}: unsupported JAX primitive '{name}'"
             + (f" ({what})" if what else "")
+            + (f" inside {' > '.join(outer)}" if outer else "")
             + " in tdf.jax.jit; supported primitives: see docs/Frontend.md")
 
     def location(self, eqn) -> ir.Location:
@@ -185,17 +240,23 @@ class Translator:
 
     def check_dtypes(self, jaxpr):
         """Raises :meth:`unsupported` (naming the primitive and the source
-        line) at the first equation with a dtype tdf cannot represent."""
+        line) at the first equation with a dtype tdf cannot represent; the
+        jaxprs nested in an equation (``jit``, loop bodies, branches) are
+        checked first, so the error names the innermost primitive."""
+        outer = self.eqn
         for eqn in jaxpr.eqns:
             self.eqn = eqn
             self.stack.append(eqn)
+            for sub in _sub_jaxprs(eqn.params.values()):
+                self.check_dtypes(sub)
+            self.eqn = eqn
             for var in list(eqn.invars) + list(eqn.outvars):
                 try:
                     element_type(var.aval.dtype)
                 except UnsupportedPrimitiveError:
                     raise self.unsupported(f"dtype {var.aval.dtype}") from None
             self.stack.pop()
-        self.eqn = None
+        self.eqn = outer
 
     def _read(self, env, atom):
         from jax.extend import core as jcore
@@ -240,6 +301,8 @@ class Translator:
                 raise self.unsupported(f"a constant of {flat.size} elements (pass it as an argument)")
             if array.dtype.name in ("bfloat16", "float16"):
                 array = array.view(np.uint16)
+            elif array.dtype.kind == "u":
+                array = array.view(signless(array.dtype))
             attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=ttype)
         return arith.ConstantOp(ttype, attr).result
 
@@ -266,6 +329,17 @@ class Translator:
         if ir.IntegerType(scalar.type).width == 1:
             scalar = arith.ExtUIOp(ir.IntegerType.get_signless(8), scalar).result
         return arith.IndexCastOp(ir.IndexType.get(), scalar).result
+
+    def signed_index(self, scalar, dtype):
+        """Integer index ``scalar`` of ``dtype`` as a signed integer with the
+        same range checks: an unsigned index is zero-extended to ``i64``
+        (``uint64`` saturates at ``2**63 - 1``, out of range either way)."""
+        if not is_unsigned(dtype):
+            return scalar
+        i64 = ir.IntegerType.get_signless(64)
+        if ir.IntegerType(scalar.type).width < 64:
+            return arith.ExtUIOp(i64, scalar).result
+        return arith.MinUIOp(scalar, self.const((1 << 63) - 1, i64)).result
 
     def clamp_index(self, scalar, low: int, high: int):
         """``index`` value of integer ``scalar`` clamped to ``[low, high]``
@@ -420,6 +494,24 @@ class Translator:
                 static.append(DYNAMIC)
                 dyn.append(v)
         return dyn, static
+
+
+def _describe_call(eqn) -> str:
+    """``jit(fft)`` for a call equation with a name, else the primitive."""
+    name = eqn.params.get("name")
+    return f"{eqn.primitive.name}({name})" if isinstance(name, str) else eqn.primitive.name
+
+
+def _sub_jaxprs(values):
+    """The jaxprs among equation parameter ``values`` (``jit``'s ``jaxpr``,
+    ``cond``'s ``branches``, ...)."""
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            yield from _sub_jaxprs(value)
+        elif hasattr(value, "eqns"):
+            yield value
+        elif hasattr(getattr(value, "jaxpr", None), "eqns"):
+            yield value.jaxpr
 
 
 def _view_root(value):

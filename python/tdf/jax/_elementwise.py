@@ -20,7 +20,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg
 from mlir.dialects import math as mmath
 
-from ._builder import bits, element_type, is_bool, is_float, rule
+from ._builder import bits, element_type, is_bool, is_float, is_unsigned, rule
 
 _F32 = None
 
@@ -60,13 +60,15 @@ def _in_dtype(eqn, i=0):
     return eqn.invars[i].aval.dtype
 
 
-def _binary(float_op, int_op, bool_op=None):
+def _binary(float_op, int_op, bool_op=None, uint_op=None):
     def fn(tr, eqn, x, y):
         dtype = _in_dtype(eqn)
         if is_float(dtype):
             return float_op(x, y).result
         if is_bool(dtype) and bool_op is not None:
             return bool_op(x, y).result
+        if is_unsigned(dtype) and uint_op is not None:
+            return uint_op(x, y).result
         return int_op(x, y).result
     return fn
 
@@ -75,8 +77,8 @@ _float_rule("add", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp))
 _float_rule("add_any", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp))
 _float_rule("sub", _binary(arith.SubFOp, arith.SubIOp, arith.XOrIOp))
 _float_rule("mul", _binary(arith.MulFOp, arith.MulIOp, arith.AndIOp))
-_float_rule("max", _binary(arith.MaximumFOp, arith.MaxSIOp, arith.OrIOp))
-_float_rule("min", _binary(arith.MinimumFOp, arith.MinSIOp, arith.AndIOp))
+_float_rule("max", _binary(arith.MaximumFOp, arith.MaxSIOp, arith.OrIOp, arith.MaxUIOp))
+_float_rule("min", _binary(arith.MinimumFOp, arith.MinSIOp, arith.AndIOp, arith.MinUIOp))
 _float_rule("and", _binary(None, arith.AndIOp))
 _float_rule("or", _binary(None, arith.OrIOp))
 _float_rule("xor", _binary(None, arith.XOrIOp))
@@ -97,11 +99,23 @@ def _int_guards(tr, eqn, x, y):
     return by_zero, overflow, safe_y, minus_one, int_min, zero
 
 
+def _unsigned_div_rem(tr, x, y, div):
+    """Unsigned ``x / y`` (``x / 0`` is all ones) or ``x % y`` (``x % 0 == x``)."""
+    zero = tr.const(0, x.type)
+    by_zero = arith.CmpIOp(arith.CmpIPredicate.eq, y, zero).result
+    safe_y = arith.SelectOp(by_zero, tr.const(1, x.type), y).result
+    if div:
+        return arith.SelectOp(by_zero, tr.const(-1, x.type), arith.DivUIOp(x, safe_y).result).result
+    return arith.SelectOp(by_zero, x, arith.RemUIOp(x, safe_y).result).result
+
+
 def _div(tr, eqn, x, y):
     if is_float(_in_dtype(eqn)):
         return arith.DivFOp(x, y).result
     if is_bool(_in_dtype(eqn)):
         return x
+    if is_unsigned(_in_dtype(eqn)):
+        return _unsigned_div_rem(tr, x, y, True)
     by_zero, overflow, safe_y, minus_one, int_min, _ = _int_guards(tr, eqn, x, y)
     q = arith.DivSIOp(x, safe_y).result
     q = arith.SelectOp(overflow, int_min, q).result
@@ -111,6 +125,8 @@ def _div(tr, eqn, x, y):
 def _rem(tr, eqn, x, y):
     if is_float(_in_dtype(eqn)):
         return arith.RemFOp(x, y).result
+    if is_unsigned(_in_dtype(eqn)):
+        return _unsigned_div_rem(tr, x, y, False)
     by_zero, overflow, safe_y, _, _, zero = _int_guards(tr, eqn, x, y)
     r = arith.RemSIOp(x, safe_y).result
     r = arith.SelectOp(overflow, zero, r).result
@@ -130,6 +146,8 @@ def _neg(tr, eqn, x):
 def _abs(tr, eqn, x):
     if is_float(_in_dtype(eqn)):
         return mmath.AbsFOp(x).result
+    if is_unsigned(_in_dtype(eqn)):
+        return x
     return mmath.AbsIOp(x).result
 
 
@@ -140,6 +158,9 @@ def _sign(tr, eqn, x):
         r = arith.SelectOp(neg, tr.const(-1.0, x.type), x).result
         return arith.SelectOp(pos, tr.const(1.0, x.type), r).result
     zero = tr.const(0, x.type)
+    if is_unsigned(_in_dtype(eqn)):
+        nonzero = arith.CmpIOp(arith.CmpIPredicate.ne, x, zero).result
+        return arith.ExtUIOp(x.type, nonzero).result
     pos = arith.CmpIOp(arith.CmpIPredicate.sgt, x, zero).result
     neg = arith.CmpIOp(arith.CmpIPredicate.slt, x, zero).result
     r = arith.SelectOp(neg, tr.const(-1, x.type), zero).result
@@ -160,8 +181,64 @@ for _name, _op in (("exp", mmath.ExpOp), ("exp2", mmath.Exp2Op), ("log", mmath.L
                    ("rsqrt", mmath.RsqrtOp), ("tanh", mmath.TanhOp), ("erf", mmath.ErfOp),
                    ("erfc", mmath.ErfcOp), ("sin", mmath.SinOp), ("cos", mmath.CosOp),
                    ("tan", mmath.TanOp), ("floor", mmath.FloorOp), ("ceil", mmath.CeilOp),
-                   ("atan", mmath.AtanOp), ("cbrt", mmath.CbrtOp)):
+                   ("atan", mmath.AtanOp), ("cbrt", mmath.CbrtOp), ("asin", mmath.AsinOp),
+                   ("acos", mmath.AcosOp), ("sinh", mmath.SinhOp), ("cosh", mmath.CoshOp),
+                   ("asinh", mmath.AsinhOp), ("acosh", mmath.AcoshOp), ("atanh", mmath.AtanhOp)):
     _float_rule(_name, _math(_op))
+
+# Giles' single-precision erfinv ("Approximating the erfinv function", GPU
+# Computing Gems), XLA's f32 polynomial: w < 5 and w >= 5.
+_ERF_INV_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERF_INV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                  0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _erf_inv_giles(tr, x):
+    """Giles' polynomial (about 1e-7 relative error); ``x`` f32 or f64."""
+    w = arith.NegFOp(mmath.Log1pOp(arith.NegFOp(arith.MulFOp(x, x).result).result).result).result
+    small = arith.CmpFOp(arith.CmpFPredicate.OLT, w, tr.const(5.0, x.type)).result
+    w = arith.SelectOp(small, arith.SubFOp(w, tr.const(2.5, x.type)).result,
+                       arith.SubFOp(mmath.SqrtOp(w).result, tr.const(3.0, x.type)).result).result
+    p = None
+    for lo, hi in zip(_ERF_INV_SMALL, _ERF_INV_LARGE):
+        c = arith.SelectOp(small, tr.const(lo, x.type), tr.const(hi, x.type)).result
+        p = c if p is None else arith.AddFOp(c, arith.MulFOp(p, w).result).result
+    return arith.MulFOp(p, x).result
+
+
+def _erf_inv_newton(tr, y, x):
+    """One Newton step on ``erf(x) = y``; for ``|y| > 0.5`` on
+    ``log(erfc(x)) = log(1 - |y|)`` instead (``1 - |y|`` is exact there, and
+    the logarithm of the steep tail is nearly quadratic, so the step
+    converges as fast as in the middle)."""
+    a, t = mmath.AbsFOp(y).result, mmath.AbsFOp(x).result
+    tail = arith.CmpFOp(arith.CmpFPredicate.OGT, a, tr.const(0.5, y.type)).result
+    slope = arith.MulFOp(tr.const(2.0 / np.sqrt(np.pi), y.type),
+                         mmath.ExpOp(arith.NegFOp(arith.MulFOp(t, t).result).result).result).result
+    erfc = mmath.ErfcOp(t).result
+    # step = residual / derivative of each form
+    log_gap = arith.SubFOp(mmath.LogOp(erfc).result,
+                           mmath.LogOp(arith.SubFOp(tr.const(1.0, y.type), a).result).result).result
+    step_tail = arith.NegFOp(arith.DivFOp(arith.MulFOp(log_gap, erfc).result, slope).result).result
+    step_mid = arith.DivFOp(arith.SubFOp(mmath.ErfOp(t).result, a).result, slope).result
+    t = arith.SubFOp(t, arith.SelectOp(tail, step_tail, step_mid).result).result
+    return mmath.CopySignOp(t, y).result
+
+
+def _erf_inv(tr, eqn, x):
+    """XLA's float32 ``erf_inv`` (Giles' polynomial, ``±inf`` at ``±1``);
+    float64 refines it with three Newton steps to full precision."""
+    result = _erf_inv_giles(tr, x)
+    if isinstance(x.type, ir.F64Type):
+        for _ in range(3):
+            result = _erf_inv_newton(tr, x, result)
+    one = arith.CmpFOp(arith.CmpFPredicate.OEQ, mmath.AbsFOp(x).result, tr.const(1.0, x.type)).result
+    inf = arith.MulFOp(x, tr.const(float("inf"), x.type)).result
+    return arith.SelectOp(one, inf, result).result
+
+
+_float_rule("erf_inv", _erf_inv)
 
 
 def _logistic(tr, eqn, x):
@@ -244,7 +321,7 @@ def _compare(name):
         dtype = _in_dtype(eqn)
         if is_float(dtype):
             return arith.CmpFOp(getattr(arith.CmpFPredicate, _FCMP[name]), x, y).result
-        table = _UCMP if is_bool(dtype) else _ICMP
+        table = _UCMP if is_bool(dtype) or is_unsigned(dtype) else _ICMP
         return arith.CmpIOp(getattr(arith.CmpIPredicate, table[name]), x, y).result
     return fn
 
@@ -257,6 +334,8 @@ def _clamp(tr, eqn, lo, x, hi):
     dtype = _in_dtype(eqn, 1)
     if is_float(dtype):
         return arith.MinimumFOp(arith.MaximumFOp(x, lo).result, hi).result
+    if is_unsigned(dtype):
+        return arith.MinUIOp(arith.MaxUIOp(x, lo).result, hi).result
     return arith.MinSIOp(arith.MaxSIOp(x, lo).result, hi).result
 
 
@@ -319,30 +398,40 @@ def convert_scalar(tr, x, src_dtype, dst_dtype):
             if ir.FloatType(x.type).width < ir.FloatType(dst).width:
                 return arith.ExtFOp(dst, x).result
             return arith.TruncFOp(dst, x).result
-        if is_bool(src_dtype):
+        if is_bool(src_dtype) or is_unsigned(src_dtype):
             return arith.UIToFPOp(dst, x).result
         return arith.SIToFPOp(dst, x).result
     # destination integer
     if is_float(src_dtype):
-        width = bits(dst_dtype)
-        xw = _widen(x)
-        r = arith.FPToSIOp(dst, xw).result
-        top = tr.const(float(2 ** (width - 1)), xw.type)
-        bottom = tr.const(-float(2 ** (width - 1)), xw.type)
-        high = arith.CmpFOp(arith.CmpFPredicate.OGE, xw, top).result
-        low = arith.CmpFOp(arith.CmpFPredicate.OLT, xw, bottom).result
-        nan = arith.CmpFOp(arith.CmpFPredicate.UNO, xw, xw).result
-        r = arith.SelectOp(high, tr.const((1 << (width - 1)) - 1, dst), r).result
-        r = arith.SelectOp(low, tr.const(-(1 << (width - 1)), dst), r).result
-        return arith.SelectOp(nan, tr.const(0, dst), r).result
+        return _float_to_int(tr, x, dst, dst_dtype)
     src_width, dst_width = ir.IntegerType(x.type).width, ir.IntegerType(dst).width
     if src_width == dst_width:
         return x
     if src_width > dst_width:
         return arith.TruncIOp(dst, x).result
-    if is_bool(src_dtype):
+    if is_bool(src_dtype) or is_unsigned(src_dtype):
         return arith.ExtUIOp(dst, x).result
     return arith.ExtSIOp(dst, x).result
+
+
+def _float_to_int(tr, x, dst, dst_dtype):
+    """Saturating float → (un)signed integer conversion, NaN → 0."""
+    width = bits(dst_dtype)
+    xw = _widen(x)
+    if is_unsigned(dst_dtype):
+        r = arith.FPToUIOp(dst, xw).result
+        top, bottom = float(2 ** width), 0.0
+        high_value, low_value = (1 << width) - 1, 0
+    else:
+        r = arith.FPToSIOp(dst, xw).result
+        top, bottom = float(2 ** (width - 1)), -float(2 ** (width - 1))
+        high_value, low_value = (1 << (width - 1)) - 1, -(1 << (width - 1))
+    high = arith.CmpFOp(arith.CmpFPredicate.OGE, xw, tr.const(top, xw.type)).result
+    low = arith.CmpFOp(arith.CmpFPredicate.OLT, xw, tr.const(bottom, xw.type)).result
+    nan = arith.CmpFOp(arith.CmpFPredicate.UNO, xw, xw).result
+    r = arith.SelectOp(high, tr.const(high_value, dst), r).result
+    r = arith.SelectOp(low, tr.const(low_value, dst), r).result
+    return arith.SelectOp(nan, tr.const(0, dst), r).result
 
 
 @rule("convert_element_type")

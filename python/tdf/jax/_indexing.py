@@ -23,12 +23,18 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg, scf
 
-from ._builder import is_bool, is_float, rule
+from ._builder import is_bool, is_float, is_unsigned, rule
 from ._reduce import _combine
 
 
 def _mode_name(mode) -> str:
     return str(getattr(mode, "name", mode)).rsplit(".", 1)[-1].upper()
+
+
+def _start(tr, eqn, operand, value):
+    """The scalar start index ``value`` (operand ``operand`` of ``eqn``) as a
+    signed integer (see :meth:`Translator.signed_index`)."""
+    return tr.signed_index(tr.extract(value), eqn.invars[operand].aval.dtype)
 
 
 @rule("dynamic_slice")
@@ -38,7 +44,7 @@ def _dynamic_slice(tr, eqn, args):
     t = ir.RankedTensorType(x.type)
     if t.rank == 0:
         return [x]
-    offsets = [tr.clamp_index(tr.extract(s), 0, t.shape[d] - sizes[d])
+    offsets = [tr.clamp_index(_start(tr, eqn, 1 + d, s), 0, t.shape[d] - sizes[d])
                for d, s in enumerate(starts)]
     return [tr.extract_slice(x, offsets, sizes)]
 
@@ -49,7 +55,7 @@ def _dynamic_update_slice(tr, eqn, args):
     t, u = ir.RankedTensorType(x.type), ir.RankedTensorType(update.type)
     if t.rank == 0:
         return [update]
-    offsets = [tr.clamp_index(tr.extract(s), 0, t.shape[d] - u.shape[d])
+    offsets = [tr.clamp_index(_start(tr, eqn, 2 + d, s), 0, t.shape[d] - u.shape[d])
                for d, s in enumerate(starts)]
     return [tr.insert_slice(tr.unaliased_copy(update, x), x, offsets, list(u.shape))]
 
@@ -61,6 +67,8 @@ def _fill_value(tr, eqn, dtype, etype):
             value = float("nan")
         elif is_bool(dtype):
             value = True
+        elif is_unsigned(dtype):
+            value = np.iinfo(np.dtype(dtype)).max
         else:
             value = np.iinfo(np.dtype(dtype)).min
     return tr.const(value, etype)
@@ -94,6 +102,7 @@ def _gather(tr, eqn, args):
         valid = None
         for j, d in enumerate(start_index_map):
             raw = tr.extract(indices, batch + [tr.const_index(j)]) if it.rank else tr.extract(indices)
+            raw = tr.signed_index(raw, eqn.invars[1].aval.dtype)
             high = t.shape[d] - slice_sizes[d]
             if fill:
                 ok = arith.AndIOp(
@@ -192,6 +201,7 @@ def _scatter(tr, eqn, args):
         valid = None
         for j, d in enumerate(to_operand):
             raw = tr.extract(indices, coords + [tr.const_index(j)]) if it.rank else tr.extract(indices)
+            raw = tr.signed_index(raw, eqn.invars[1].aval.dtype)
             high = t.shape[d] - window[d]
             if mode == "CLIP":
                 starts[d] = tr.clamp_index(raw, 0, high)

@@ -1,6 +1,6 @@
-"""Reductions and contractions: ``reduce_sum/max/min/prod/and/or``,
-``argmax``/``argmin``, ``dot_general`` and the cumulative ``cumsum``/
-``cumprod``/``cummax``/``cummin``.
+"""Reductions and contractions: ``reduce_sum/max/min/prod/and/or/xor``,
+``argmax``/``argmin`` and ``dot_general`` (the cumulative ``cumsum``/...
+scans are in :mod:`._cumulative`).
 
 All are ``linalg.generic`` ops with reduction iterators:
 
@@ -14,8 +14,7 @@ All are ``linalg.generic`` ops with reduction iterators:
   float rhs whose contracting dimensions are its innermost ones, batch,
   lhs-free, rhs-free, contracting with a ``reassoc`` sum (a vectorized
   reduction, no transpose); operands are converted to
-  ``preferred_element_type`` before multiplying;
-- cumulative ops sum a masked triangle (out[i] = op over k <= i).
+  ``preferred_element_type`` before multiplying.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg
 
-from ._builder import element_type, is_bool, is_float, rule
+from ._builder import element_type, is_bool, is_float, is_unsigned, rule
 from ._elementwise import convert_scalar
 
 _FLOAT_INIT = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}
@@ -32,24 +31,27 @@ _FLOAT_INIT = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf"
 
 def _identity(tr, kind, dtype, etype):
     if is_bool(dtype):
-        return tr.const({"sum": 0, "or": 0, "max": 0, "prod": 1, "and": 1, "min": 1}[kind], etype)
+        return tr.const({"sum": 0, "or": 0, "max": 0, "xor": 0, "prod": 1, "and": 1, "min": 1}[kind],
+                        etype)
     if is_float(dtype):
         return tr.const(_FLOAT_INIT[kind], etype)
     info = np.iinfo(np.dtype(dtype))
     return tr.const({"sum": 0, "prod": 1, "max": info.min, "min": info.max,
-                     "or": 0, "and": -1}[kind], etype)
+                     "or": 0, "and": -1, "xor": 0}[kind], etype)
 
 
 def _combine(kind, dtype, acc, x):
     if is_bool(dtype):
-        op = {"sum": arith.OrIOp, "or": arith.OrIOp, "max": arith.OrIOp,
+        op = {"sum": arith.OrIOp, "or": arith.OrIOp, "max": arith.OrIOp, "xor": arith.XOrIOp,
               "prod": arith.AndIOp, "and": arith.AndIOp, "min": arith.AndIOp}[kind]
     elif is_float(dtype):
         op = {"sum": arith.AddFOp, "prod": arith.MulFOp, "max": arith.MaximumFOp,
               "min": arith.MinimumFOp}[kind]
     else:
-        op = {"sum": arith.AddIOp, "prod": arith.MulIOp, "max": arith.MaxSIOp,
-              "min": arith.MinSIOp, "or": arith.OrIOp, "and": arith.AndIOp}[kind]
+        unsigned = is_unsigned(dtype)
+        op = {"sum": arith.AddIOp, "prod": arith.MulIOp, "or": arith.OrIOp, "and": arith.AndIOp,
+              "xor": arith.XOrIOp, "max": arith.MaxUIOp if unsigned else arith.MaxSIOp,
+              "min": arith.MinUIOp if unsigned else arith.MinSIOp}[kind]
     return op(acc, x).result
 
 
@@ -72,7 +74,7 @@ def _reduction(kind):
     return translate
 
 
-for _kind in ("sum", "max", "min", "prod", "and", "or"):
+for _kind in ("sum", "max", "min", "prod", "and", "or", "xor"):
     rule(f"reduce_{_kind}")(_reduction(_kind))
 
 
@@ -108,8 +110,8 @@ def _arg_reduction(better):
                 best_ok = arith.CmpFOp(arith.CmpFPredicate.ORD, best, best).result
                 take = arith.OrIOp(take, arith.AndIOp(a_nan, best_ok).result).result
             else:
-                table = {"gt": "ugt" if is_bool(dtype) else "sgt",
-                         "lt": "ult" if is_bool(dtype) else "slt"}
+                unsigned = is_bool(dtype) or is_unsigned(dtype)
+                table = {"gt": "ugt" if unsigned else "sgt", "lt": "ult" if unsigned else "slt"}
                 take = arith.CmpIOp(getattr(arith.CmpIPredicate, table[better]), a, best).result
             i = arith.IndexCastOp(index_type, linalg.IndexOp(axis).result).result
             return [arith.SelectOp(take, a, best).result,
@@ -203,38 +205,3 @@ def _dot_general(tr, eqn, args):
         return [arith.AddIOp(acc, arith.MulIOp(a, b).result).result]
 
     return tr.generic([lhs, rhs], [lhs_map, rhs_map], [init], [out_map], iters, body)
-
-
-def _cumulative(kind):
-    def translate(tr, eqn, args):
-        (x,) = args
-        axis = int(eqn.params["axis"])
-        reverse = bool(eqn.params.get("reverse", False))
-        t = ir.RankedTensorType(x.type)
-        dtype = eqn.invars[0].aval.dtype
-        if t.rank == 0:
-            return [x]
-        rank = t.rank + 1
-        d = tr.dims(rank)
-        k = d[t.rank]  # the extra reduction loop
-        in_map = [k if i == axis else d[i] for i in range(t.rank)]
-        out_map = d[:t.rank]
-        identity = _identity(tr, kind, dtype, t.element_type)
-        init = linalg.fill(identity, outs=[tr.empty(t.shape, t.element_type)])
-
-        def body(a, acc):
-            i = linalg.IndexOp(axis).result
-            kk = linalg.IndexOp(t.rank).result
-            pred = arith.CmpIPredicate.uge if reverse else arith.CmpIPredicate.ule
-            inside = arith.CmpIOp(pred, kk, i).result
-            value = arith.SelectOp(inside, a, identity).result
-            return [_combine(kind, dtype, acc, value)]
-
-        return tr.generic([x], [in_map], [init], [out_map],
-                          ["parallel"] * t.rank + ["reduction"], body)
-    return translate
-
-
-for _kind, _name in (("sum", "cumsum"), ("prod", "cumprod"), ("max", "cummax"),
-                     ("min", "cummin")):
-    rule(_name)(_cumulative(_kind))

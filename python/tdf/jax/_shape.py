@@ -1,9 +1,9 @@
 """Shape primitives: ``broadcast_in_dim``, ``reshape``, ``squeeze``,
-``transpose``, ``slice``, ``concatenate``, ``pad``, ``rev`` and the identity
-``copy``/``copy_p``.
+``transpose``, ``slice``, ``split``, ``concatenate``, ``pad``, ``rev`` and the
+identity ``copy``/``copy_p``.
 
-Reshapes are ``tensor.collapse_shape``/``expand_shape`` views, slices are
-``tensor.extract_slice`` and concatenations ``tensor.concat`` (all of which
+Reshapes are ``tensor.collapse_shape``/``expand_shape`` views, slices and
+the parts of a split are ``tensor.extract_slice`` and concatenations ``tensor.concat`` (all of which
 the in-place passes understand); broadcasts, transposes, reversals and pads
 are ``linalg.generic`` ops.
 """
@@ -86,6 +86,21 @@ def _slice(tr, eqn, args):
     if not shape:
         return [x]
     return [tr.extract_slice(x, start, shape, strides)]
+
+
+@rule("split")
+def _split(tr, eqn, args):
+    """``split``: one ``tensor.extract_slice`` view per output along ``axis``."""
+    (x,) = args
+    axis = int(eqn.params["axis"])
+    shape = [int(s) for s in ir.RankedTensorType(x.type).shape]
+    outs, start = [], 0
+    for size in (int(s) for s in eqn.params["sizes"]):
+        offsets = [start if d == axis else 0 for d in range(len(shape))]
+        sizes = [size if d == axis else s for d, s in enumerate(shape)]
+        outs.append(tr.extract_slice(x, offsets, sizes))
+        start += size
+    return outs
 
 
 @rule("concatenate")
