@@ -48,6 +48,7 @@ UNARY = {
     "asinh": jnp.arcsinh, "sinh": lambda x: jnp.sinh(_smooth(x)),
     "asin": lambda x: jnp.arcsin(jnp.tanh(x)), "atanh": lambda x: jnp.arctanh(jnp.tanh(x) * 0.9),
     "erfinv": lambda x: jax.scipy.special.erfinv(jnp.tanh(x) * 0.99),
+    "lgamma": lambda x: lax.lgamma(jnp.abs(x) + 0.5), "digamma": lambda x: lax.digamma(x + 9.0),
 }
 EXACT_UNARY = {"neg": jnp.negative, "abs": jnp.abs, "floor": jnp.floor, "ceil": jnp.ceil,
                "round": jnp.round, "sign": jnp.sign, "halve": lambda x: x * 0.5,

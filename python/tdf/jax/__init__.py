@@ -19,7 +19,16 @@ translation raises :class:`UnsupportedPrimitiveError` (a ``tdf.TDFError``)
 naming the primitive and the user's source line.
 """
 
-from . import _bits, _control, _cumulative, _elementwise, _indexing, _reduce, _shape  # noqa: F401  (register rules)
+from . import (  # noqa: F401  (register rules)
+    _bits,
+    _control,
+    _cumulative,
+    _elementwise,
+    _indexing,
+    _reduce,
+    _shape,
+    _special,
+)
 from ._api import JitFunction, Lowered, StrictInplaceError, jit
 from ._builder import RULES, UnsupportedPrimitiveError
 
