@@ -244,6 +244,16 @@ def test_unsigned_constants_and_loops():
     check(fun, np.array([3, 2**31 + 9, 0, 2**32 - 2], np.uint32))
 
 
+def test_uint64_and_int64_with_x64():
+    u = np.array([0, 1, 2**63, 2**64 - 1, 12345678901234, 5], np.uint64)
+    f = np.array([-1.0, 0.5, 1.8e19, 2e19, np.nan, 9.3e18], np.float64)
+    with jax.enable_x64(True):
+        check(lambda x, y: (x + 1, x // np.uint64(3), x % np.uint64(7), x > np.uint64(2**63),
+                            jnp.maximum(x, np.uint64(2**63 + 1)), x.astype(jnp.float64),
+                            x.astype(jnp.int64), x >> np.uint64(60), lax.clz(x), x.sum(),
+                            jnp.argmax(x), y.astype(jnp.uint64), y.astype(jnp.int64)), u, f)
+
+
 def test_uint32_cache_index_decode_loop():
     """A flax decode cache: ``cache_index`` is uint32, donated with the
     cache; ``cache_index + 1`` and the update at the index run in place."""
@@ -264,6 +274,32 @@ def test_uint32_cache_index_decode_loop():
         assert index.dtype == np.uint32 and index.shape == ()
         np.testing.assert_array_equal(index, ref_index)
         np.testing.assert_array_equal(cache, ref_cache)
+    # flax's decode attention: update at (0, cur_index, 0, 0), causal mask from
+    # the uint32 index, cache_index += 1; cache and index donated
+    def attend(cached_key, cached_value, cache_index, query, key, value):
+        cur, zero = cache_index, jnp.array(0, jnp.uint32)
+        cached_key = lax.dynamic_update_slice(cached_key, key, (zero, cur, zero, zero))
+        cached_value = lax.dynamic_update_slice(cached_value, value, (zero, cur, zero, zero))
+        mask = jnp.arange(cached_key.shape[1]) <= cur
+        scores = jnp.einsum("bqhd,bkhd->bhqk", query, cached_key)
+        weights = jax.nn.softmax(jnp.where(mask, scores, -1e9), axis=-1)
+        out = jnp.einsum("bhqk,bkhd->bqhd", weights, cached_value)
+        return cached_key, cached_value, cache_index + jnp.uint32(1), out
+
+    shape = (2, 8, 2, 4)
+    keys = [np.zeros(shape, np.float32) for _ in range(2)]
+    ref = [np.zeros(shape, np.float32) for _ in range(2)] + [np.array(0, np.uint32)]
+    index = np.array(0, np.uint32)
+    f = tdf.jax.jit(attend, donate_argnums=(0, 1, 2))
+    buffers = list(keys)
+    for _ in range(5):
+        q, k, v = (RNG.standard_normal((2, 1, 2, 4)).astype(np.float32) for _ in range(3))
+        *keys, index, out = f(*keys, index, q, k, v)
+        assert keys[0] is buffers[0] and keys[1] is buffers[1]  # updated in place
+        *ref, want = jax.jit(attend)(*ref, q, k, v)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(index, ref[2])
+        np.testing.assert_array_equal(keys[0], ref[0])
     # a Python int or numpy scalar for the rank-0 uint32 is accepted too
     check(lambda c: c + 1, np.uint32(2**32 - 1), donate=(0,))
 
