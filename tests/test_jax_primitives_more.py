@@ -108,6 +108,16 @@ def test_bitcast_convert_type(src, dst):
     check(lambda v: lax.bitcast_convert_type(v, dst), x)
 
 
+def test_float64_bit_ops():
+    x = np.concatenate([_floats(np.float32).astype(np.float64), [1e-310, 1e300, -1e300, 1 + 2**-40]])
+    with jax.enable_x64(True):
+        for exponent_bits, mantissa_bits in [(8, 23), (5, 10), (11, 52), (11, 20), (8, 7)]:
+            check(lambda v, e=exponent_bits, m=mantissa_bits: lax.reduce_precision(v, e, m), x)
+        check(jnp.nextafter, x, np.roll(x, 2))
+        check(lambda v: lax.bitcast_convert_type(v, jnp.uint32), x)
+        check(lambda v: lax.bitcast_convert_type(v.astype(jnp.uint32).reshape(-1, 2), jnp.float64), x)
+
+
 def test_bitcast_users():
     x = _floats(np.float32)
     check(lambda v, w: (jnp.signbit(v), jnp.copysign(v, w), jnp.frexp(v)), x, np.roll(x, 1))
