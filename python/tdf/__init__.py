@@ -14,6 +14,7 @@ pipeline with MLIR, so they can be named in textual pipelines.
 
 # Registers the Python passes and pipelines with MLIR's pass registry.
 from . import passes as _passes  # noqa: F401
+from .compiler import compile
 from .context import Context
 from .errors import DiagnosticRecord, ParseError, PipelineError, TDFError
 from .parsing import parse
@@ -30,9 +31,3 @@ __all__ = [
     "DiagnosticRecord",
 ]
 
-
-def compile(*args, **kwargs):
-    """Compile a tdf program; see :func:`tdf.compiler.compile`."""
-    from .compiler import compile as _compile
-
-    return _compile(*args, **kwargs)
