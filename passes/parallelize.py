@@ -218,7 +218,7 @@ def _cut(op, maps, sizes, threads: int) -> None:
     "Large linalg loop nests on memrefs cut into chunks along their outer parallel loop, "
     "as an scf.parallel (run on threads by async-parallel-for)",
     options=[PassOption("threads", int, 2, "Chunks per op (the thread count; 1: nothing)"),
-             PassOption("min-elements", int, 131072, "Iterations an op needs to be cut")],
+             PassOption("min-elements", int, 262144, "Iterations an op needs to be cut")],
     statistics=[("parallelized", "linalg ops cut into chunks")],
 )
 def parallelize(op, ctx: PassContext) -> None:

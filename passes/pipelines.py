@@ -346,7 +346,7 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     ``blas`` (default false): contractions as calls of ``tdf_rt_contract``
     (the runtime's BLAS route, which ``tdf.compile`` provides and turns on
     by default), on ``threads`` threads (0: the library's default);
-    ``parallel`` (default false): loop nests of at least 128K iterations cut
+    ``parallel`` (default false): loop nests of at least 256K iterations cut
     into ``threads`` chunks run by the async runtime (``tdf-parallelize``;
     ``tdf.compile`` turns it on with more than one thread);
     ``split-reductions`` (default true): long float reductions as a 16-ary

@@ -18,7 +18,7 @@ from jax import lax
 import tdf
 import tdf.jax
 
-N = 1 << 18  # 262144: above tdf-parallelize's 128K-iteration threshold
+N = 1 << 18  # 262144: tdf-parallelize's threshold (256K iterations)
 
 PROGRAMS = {
     "log_chain": (lambda x: jnp.log(jnp.abs(x) + 1.0) * 2.0 - x, (4, N // 4)),

@@ -3,7 +3,7 @@
 // RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{threads=1})" | FileCheck %s --check-prefix=ONE
 // RUN: not tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{threads=0})" 2>&1 | FileCheck %s --check-prefix=BADOPT
 
-// BADOPT: error: threads and min-elements must be positive, got 0 and 131072
+// BADOPT: error: threads and min-elements must be positive, got 0 and 262144
 // ONE-NOT: scf.parallel
 
 // 512 x 512 = 262144 iterations: two chunks of 256 rows, each a subview of

@@ -351,7 +351,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     ``True`` without the library is a ``CompileError``.
     ``num_threads``: the threads of this program's contractions and of its
     large loop nests (default: ``TDF_NUM_THREADS``, else the cores; see
-    :mod:`tdf.blas`); with more than one, loop nests of at least 128K
+    :mod:`tdf.blas`); with more than one, loop nests of at least 256K
     iterations are cut into that many chunks run on the async runtime
     (``tdf-parallelize``).
     ``flush_denormals`` (CPU only, default on): calls run with
