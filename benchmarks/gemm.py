@@ -24,6 +24,12 @@ import json
 import os
 import sys
 
+# numpy's bundled OpenBLAS (a variant here) spins its worker threads for
+# ~0.1 s after every multi-threaded call, taking a core from whatever the
+# interleaved timing runs next; tdf loads its own OpenBLAS with a short spin
+# (tdf.blas). Give numpy's the same, before numpy loads it.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
+
 import jax
 import jax.numpy as jnp
 import ml_dtypes

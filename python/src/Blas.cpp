@@ -486,6 +486,93 @@ bool fitsBlas(const Contraction &op) {
   return true;
 }
 
+/// Copies the elements of `from` into `to` (same shape and type `T`).
+template <typename T> void copyMatrix(const Matrix &from, const Matrix &to) {
+  for (int64_t r = 0; r < from.rows; ++r)
+    for (int64_t q = 0; q < from.cols; ++q)
+      reinterpret_cast<T *>(
+          const_cast<char *>(to.base))[r * to.rowStride + q * to.colStride] =
+          reinterpret_cast<const T *>(
+              from.base)[r * from.rowStride + q * from.colStride];
+}
+
+/// y[r] (+)= sum_k mat[r, k] * x[k] for a bf16/f16 `mat` whose rows are
+/// contiguous, x contiguous f32: converted as it is read (a mat-vec is bound
+/// by memory: packing the matrix to f32 first reads it once and writes and
+/// reads twice its size again). Sixteen lane sums per row vectorize.
+template <typename Src>
+void dotRows(const Matrix &mat, const float *x, float *y, int64_t incy,
+             bool accumulate) {
+  const Src *base = reinterpret_cast<const Src *>(mat.base);
+  for (int64_t r = 0; r < mat.rows; ++r) {
+    const Src *row = base + r * mat.rowStride;
+    float lanes[16] = {0};
+    int64_t k = 0;
+    for (; k + 16 <= mat.cols; k += 16)
+      for (int l = 0; l < 16; ++l)
+        lanes[l] += toFloat(row[k + l]) * x[k + l];
+    float sum = 0;
+    for (int l = 0; l < 16; ++l)
+      sum += lanes[l];
+    for (; k < mat.cols; ++k)
+      sum += toFloat(row[k]) * x[k];
+    y[r * incy] = accumulate ? y[r * incy] + sum : sum;
+  }
+}
+
+/// The same for a `mat` whose columns are contiguous: y += mat[:, k] * x[k]
+/// column by column into an f32 accumulator (vectorizes over the rows).
+template <typename Src>
+void axpyColumns(const Matrix &mat, const float *x, float *y, int64_t incy,
+                 bool accumulate, Scratch &scratch) {
+  const Src *base = reinterpret_cast<const Src *>(mat.base);
+  float *acc = static_cast<float *>(scratch.get(mat.rows * 4));
+  for (int64_t r = 0; r < mat.rows; ++r)
+    acc[r] = accumulate ? y[r * incy] : 0.0f;
+  for (int64_t k = 0; k < mat.cols; ++k) {
+    const Src *col = base + k * mat.colStride;
+    float xk = x[k];
+    for (int64_t r = 0; r < mat.rows; ++r)
+      acc[r] += toFloat(col[r]) * xk;
+  }
+  for (int64_t r = 0; r < mat.rows; ++r)
+    y[r * incy] = acc[r];
+}
+
+/// A mat-vec (one row or one column of f32 output) whose matrix is bf16 or
+/// f16 with contiguous rows or columns, computed without packing the
+/// matrix. False when the shapes or types are not that.
+template <typename T>
+bool fusedGemv(const Matrix &a, const Matrix &b, const Matrix &c,
+               bool accumulate, Scratch &scratch) {
+  if (!std::is_same<T, float>::value || (c.rows != 1 && c.cols != 1) ||
+      c.rows * c.cols <= 1)
+    return false;
+  bool column = c.cols == 1; // y = A x, else y = B^T x
+  Matrix mat = column ? a : Matrix{b.base, b.type,      b.cols,
+                                   b.rows, b.colStride, b.rowStride};
+  Matrix vec = column ? Matrix{b.base, b.type, b.rows, 1, b.rowStride, 0}
+                      : Matrix{a.base, a.type, a.cols, 1, a.colStride, 0};
+  if (mat.type != BF16 && mat.type != F16)
+    return false;
+  bool rows = mat.colStride == 1 || mat.cols == 1;
+  bool cols = mat.rowStride == 1 || mat.rows == 1;
+  if (!rows && !cols)
+    return false;
+  const float *x =
+      reinterpret_cast<const float *>(pack(vec, F32, scratch).base);
+  float *y = reinterpret_cast<float *>(const_cast<char *>(c.base));
+  int64_t incy = column ? c.rowStride : c.colStride;
+  if (rows)
+    (mat.type == BF16 ? dotRows<uint16_t> : dotRows<_Float16>)(mat, x, y, incy,
+                                                               accumulate);
+  else
+    (mat.type == BF16
+         ? axpyColumns<uint16_t>
+         : axpyColumns<_Float16>)(mat, x, y, incy, accumulate, scratch);
+  return true;
+}
+
 template <typename T> void run(Contraction op) {
   Scratch scratch;
   int core[4] = {-1, pickCore(op, M), pickCore(op, N), pickCore(op, K)};
@@ -553,27 +640,18 @@ template <typename T> void run(Contraction op) {
              stride(M, 2),
              stride(N, 2)};
     Scratch packs;
-    if (!direct(a, op.type[2], rowMajor))
-      a = pack(a, op.type[2], packs);
-    if (!direct(b, op.type[2], rowMajor))
-      b = pack(b, op.type[2], packs);
-    if (cDirect) {
-      gemm<T>(a, b, c, accumulate);
-      continue;
+    Matrix target = cDirect ? c : Matrix{cTemp, op.type[2], m, n, n, 1};
+    if (!cDirect && accumulate)
+      copyMatrix<T>(c, target);
+    if (!fusedGemv<T>(a, b, target, accumulate, packs)) {
+      if (!direct(a, op.type[2], rowMajor))
+        a = pack(a, op.type[2], packs);
+      if (!direct(b, op.type[2], rowMajor))
+        b = pack(b, op.type[2], packs);
+      gemm<T>(a, b, target, accumulate);
     }
-    Matrix t{cTemp, op.type[2], m, n, n, 1};
-    T *tp = reinterpret_cast<T *>(cTemp);
-    if (accumulate)
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t q = 0; q < n; ++q)
-          tp[r * n + q] = *reinterpret_cast<const T *>(
-              c.base + (r * c.rowStride + q * c.colStride) * es[2]);
-    gemm<T>(a, b, t, accumulate);
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t q = 0; q < n; ++q)
-        *reinterpret_cast<T *>(const_cast<char *>(c.base) +
-                               (r * c.rowStride + q * c.colStride) * es[2]) =
-            tp[r * n + q];
+    if (!cDirect)
+      copyMatrix<T>(target, c);
   }
 }
 

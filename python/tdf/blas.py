@@ -24,6 +24,13 @@ __all__ = ["available", "library_path", "set_num_threads", "num_threads", "defau
            "env_threads", "NUM_THREADS_ENV"]
 
 NUM_THREADS_ENV = "TDF_NUM_THREADS"
+#: OpenBLAS's worker threads spin for 2**28 cycles (~0.1 s) after each
+#: multi-threaded call before they sleep: a core taken from everything that
+#: runs next (tdf's own parallel loops, the next single-threaded op, another
+#: library's threads); in an interleaved run against jax.jit a 2-thread
+#: mat-vec took 30x its time alone. tdf loads the library with 2**10 cycles
+#: unless the user set the variable.
+_THREAD_TIMEOUT_ENV = ("OPENBLAS_THREAD_TIMEOUT", "10")
 _PREFIX = "scipy_"
 _LOCK = threading.Lock()
 _STATE: dict = {"tried": False, "error": None}
@@ -62,11 +69,18 @@ def _load() -> bool:
         if path is None:
             _STATE["error"] = "scipy-openblas32 is not installed"
             return False
+        name, value = _THREAD_TIMEOUT_ENV
+        user_set = name in os.environ
+        if not user_set:
+            os.environ[name] = value  # read by the library's constructor, at load
         try:
             _tdf.blas_load(path, _PREFIX)
         except RuntimeError as err:
             _STATE["error"] = str(err)
             return False
+        finally:
+            if not user_set:
+                del os.environ[name]
         threads = env_threads()
         if threads is not None:
             _tdf.blas_set_threads(threads)
