@@ -52,6 +52,7 @@ from .analysis.contractions import (
     TYPE_CODES,
     classify,
     defining_op,
+    is_strided,
 )
 from .ir_utils import collect_ops
 from .registry import PassContext, PassOption, register_pass
@@ -183,6 +184,10 @@ def contractions_to_blas(op, ctx: PassContext) -> None:
     found = []
     for target in collect_ops(op, CONTRACTION_OPS):
         if not all(isinstance(v.type, ir.MemRefType) for v in target.operands):
+            continue
+        if not all(is_strided(v.type) for v in target.operands):
+            if ctx.option("remarks"):
+                ctx.remark(target, "not a BLAS contraction: an operand's layout is not strided")
             continue
         contraction = classify(target)
         if isinstance(contraction, str):

@@ -51,7 +51,7 @@ from mlir import ir
 from mlir.dialects import arith, func, linalg, memref, scf
 
 from ..vocabulary import GET_FP_MODE, MEMREF_VIEW_OPS, PARALLEL_TASKS, SET_FP_MODE
-from .analysis.contractions import defining_op, dim_positions
+from .analysis.contractions import defining_op, dim_positions, is_strided
 from .ir_utils import collect_ops, sym_name
 from .registry import PassContext, PassOption, register_pass
 
@@ -132,6 +132,8 @@ def _plan(op, min_elements: int):
     if op.name not in _OPS or not all(isinstance(v.type, ir.MemRefType) or
                                       not isinstance(v.type, ir.ShapedType)
                                       for v in op.operands):
+        return None
+    if not all(is_strided(v.type) for v in op.operands if isinstance(v.type, ir.MemRefType)):
         return None
     maps = [ir.AffineMapAttr(m).value for m in linalg.get_indexing_maps(op)]
     if len(maps) != len(op.operands) or any(dim_positions(m) is None for m in maps):

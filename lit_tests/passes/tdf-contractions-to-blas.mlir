@@ -89,9 +89,6 @@ func.func @batched_generic(%a: memref<?x?x?xf64>, %b: memref<?x?x?xf64>, %c: mem
 // CHECK:         linalg.matmul
 // CHECK:         linalg.matmul
 // CHECK:         return
-// The runtime function is declared once, at the end of the module.
-// CHECK:       func.func private @tdf_rt_contract(i64{{(, i64)+}})
-// CHECK-NOT:   @tdf_rt_contract(
 func.func @left_alone(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %a: memref<4x4xf32>,
                       %c: memref<4x4xf32>, %ah: memref<4x4xf16>, %ch: memref<4x4xf16>,
                       %t: tensor<4x4xf32>) -> tensor<4x4xf32> {
@@ -110,4 +107,19 @@ func.func @left_alone(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %a: memref<4x4
   linalg.matmul ins(%ah, %ah : memref<4x4xf16>, memref<4x4xf16>) outs(%ch : memref<4x4xf16>)
   %r = linalg.matmul ins(%t, %t : tensor<4x4xf32>, tensor<4x4xf32>) outs(%t : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %r : tensor<4x4xf32>
+}
+
+// An operand with a non-strided layout map (no strides to pass) stays loops.
+// CHECK-LABEL: func.func @non_strided
+// CHECK-NOT:     call @tdf_rt_contract
+// CHECK:         linalg.matmul
+// The runtime function is declared once, at the end of the module.
+// CHECK:       func.func private @tdf_rt_contract(i64{{(, i64)+}})
+// CHECK-NOT:   @tdf_rt_contract(
+func.func @non_strided(%a: memref<4x4xf32, affine_map<(d0, d1) -> (d1 floordiv 2, d0, d1 mod 2)>>,
+                       %b: memref<4x4xf32>, %c: memref<4x4xf32>) {
+  // expected-remark @below {{not a BLAS contraction: an operand's layout is not strided}}
+  linalg.matmul ins(%a, %b : memref<4x4xf32, affine_map<(d0, d1) -> (d1 floordiv 2, d0, d1 mod 2)>>, memref<4x4xf32>)
+                outs(%c : memref<4x4xf32>)
+  return
 }

@@ -95,3 +95,16 @@ func.func @left_alone(%small: memref<64x64xf32>, %x: memref<1024x1024xf32>, %v: 
   }
   return
 }
+
+// A non-strided layout map: no subview of it can be taken; left alone.
+// CHECK-LABEL: func.func @non_strided
+// CHECK-NOT:     scf.parallel
+func.func @non_strided(%x: memref<1024x1024xf32, affine_map<(d0, d1) -> (d1 floordiv 2, d0, d1 mod 2)>>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      outs(%x : memref<1024x1024xf32, affine_map<(d0, d1) -> (d1 floordiv 2, d0, d1 mod 2)>>) {
+  ^bb0(%o: f32):
+    %n = arith.negf %o : f32
+    linalg.yield %n : f32
+  }
+  return
+}

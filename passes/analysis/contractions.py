@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import linalg
 
-__all__ = ["defining_op", "BATCH", "M", "N", "K", "KIND_NAMES", "MAX_DIMS", "TYPE_CODES", "INPUT_TYPES",
+__all__ = ["defining_op", "is_strided", "BATCH", "M", "N", "K", "KIND_NAMES", "MAX_DIMS", "TYPE_CODES", "INPUT_TYPES",
            "CONTRACTION_OPS", "Contraction", "classify", "dim_positions"]
 
 BATCH, M, N, K = 0, 1, 2, 3
@@ -64,6 +64,16 @@ def defining_op(value):
     block argument."""
     owner = value.owner
     return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def is_strided(t) -> bool:
+    """Whether memref type ``t`` has a strided layout (identity or
+    ``strided<...>``; not an arbitrary affine map)."""
+    try:
+        ir.MemRefType(t).get_strides_and_offset()
+    except RuntimeError:
+        return False
+    return True
 
 
 def dim_positions(amap) -> list[int] | None:
