@@ -35,6 +35,7 @@ from . import (  # noqa: F401
     parallelize,
     pipelines,
     rescale_subnormal_math,
+    scalarize_loop_carried,
     specialize_contractions,
     split_reductions,
     split_scf_blocks,

@@ -234,14 +234,16 @@ def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
                   fuse_kernels: bool = True, blas: bool = False,
                   split_reductions: bool = True) -> list[str]:
     """The first stage of the CPU pipeline: ``tdf-check-sizes`` (before
-    anything that could abort on an overflowing shape), then
+    anything that could abort on an overflowing shape),
+    ``tdf-scalarize-loop-carried``, then
     (``fuse_kernels``) :data:`FUSE_KERNELS`, with
     ``tdf-specialize-contractions`` before the fusion when ``blas`` (so
     that contractions stay BLAS contractions), then
     ``tdf-split-reductions`` (``split_reductions``), then
     ``tdf-insert-inplace`` unless ``inplace`` is off or
     ``copy_before_write`` is on."""
-    passes = ["tdf-check-sizes"]  # before tdf-insert-inplace too
+    passes = ["tdf-check-sizes",  # before tdf-insert-inplace too
+              "tdf-scalarize-loop-carried"]
     if fuse_kernels:
         passes += FUSE_KERNELS
     if blas:
