@@ -44,26 +44,17 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, memref
 
-from ..vocabulary import CONTRACT, RUNTIME_FUNCTIONS
+from ..vocabulary import CONTRACT, MEMREF_VIEW_OPS, RUNTIME_FUNCTIONS
 from ._runtime_sites import declare
-from .analysis.contractions import (
-    CONTRACTION_OPS,
-    MAX_DIMS,
-    TYPE_CODES,
-    classify,
-    defining_op,
-    is_strided,
-)
-from .ir_utils import collect_ops
+from .analysis.contractions import CONTRACTION_OPS, MAX_DIMS, TYPE_CODES, classify, is_strided
+from .ir_utils import collect_ops, defining_op, iterator_types, memref_root
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["contractions_to_blas", "contraction_flags"]
 
-_VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",
-          "memref.collapse_shape", "memref.transpose", "memref.view")
 # Ops between a fill and the contraction that touch no memory.
-_PURE = ("arith.constant", "memref.dim", "memref.extract_strided_metadata",
-         "memref.extract_aligned_pointer_as_index", "arith.index_cast") + _VIEWS
+_PURE = frozenset({"arith.constant", "memref.dim", "memref.extract_aligned_pointer_as_index",
+                   "arith.index_cast"}) | MEMREF_VIEW_OPS
 
 
 def contraction_flags(types, kinds, accumulate: bool, threads: int = 0) -> int:
@@ -77,20 +68,13 @@ def contraction_flags(types, kinds, accumulate: bool, threads: int = 0) -> int:
     return flags | threads << 32
 
 
-def _root(value):
-    """The allocation a memref value views (through view-like ops)."""
-    while (owner := defining_op(value)) is not None and owner.name in _VIEWS:
-        value = owner.operands[0]
-    return value
-
-
 def _zero_fill_before(op, c, inputs):
     """The ``linalg.fill`` of zero into ``c`` (a fresh allocation no input
     views) right before ``op``, or None."""
     owner = defining_op(c)
     if owner is None or owner.name != "memref.alloc":
         return None
-    if any(_root(v) == c for v in inputs):
+    if any(memref_root(v) == c for v in inputs):
         return None
     prev = op.operation
     block = op.operation.block
@@ -115,9 +99,7 @@ def _zero_fill_before(op, c, inputs):
 def _has_reduction(op) -> bool:
     """Named contractions, and generics with a reduction loop (element-wise
     generics are not worth a remark)."""
-    if op.name != "linalg.generic":
-        return True
-    return any("reduction" in str(t) for t in ir.ArrayAttr(op.attributes["iterator_types"]))
+    return op.name != "linalg.generic" or "reduction" in (iterator_types(op) or [])
 
 
 def _i64(value):
@@ -197,10 +179,7 @@ def contractions_to_blas(op, ctx: PassContext) -> None:
         found.append(contraction)
     if not found:
         return
-    module = op
-    while module.name != "builtin.module":
-        module = module.parent
-    declare(module, CONTRACT)
+    declare(op, CONTRACT)  # op is the module
     assert RUNTIME_FUNCTIONS[CONTRACT] == 8 + 4 * MAX_DIMS
     for contraction in found:
         _rewrite(contraction, threads)

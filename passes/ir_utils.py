@@ -4,7 +4,9 @@ MLIR Python bindings that are not about any one pass.
 
 - **looking at IR**: :func:`collect_ops`, :func:`function_bodies`,
   :func:`ancestor_in`, :func:`lookup_symbol`, :func:`is_tensor`,
-  :func:`op_key` (a stable dictionary key for an op);
+  :func:`op_key` (a stable dictionary key for an op), :func:`defining_op`,
+  :func:`memref_root`; linalg ops' :func:`indexing_maps` and
+  :func:`iterator_types`;
 - **function attributes**: :func:`function_type`, :func:`sym_name`,
   :func:`is_public`, :func:`has_body`, :func:`arg_dicts` /
   :func:`set_arg_dicts`;
@@ -20,10 +22,12 @@ import ctypes
 from collections.abc import Callable, Iterable
 
 from mlir import ir
-from mlir.dialects import arith, memref, tensor
+from mlir.dialects import arith, linalg, memref, tensor
+
+from ..vocabulary import MEMREF_VIEW_OPS
 
 __all__ = ["collect_ops", "function_bodies", "ancestor_in", "lookup_symbol", "is_tensor",
-           "op_key", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
+           "op_key", "defining_op", "memref_root", "indexing_maps", "iterator_types", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
            "set_arg_dicts", "index_const", "cmpi", "binary", "select", "dim_size",
            "empty_tensor", "copy_attributes", "CMPI_PREDICATES"]
 
@@ -45,6 +49,36 @@ def collect_ops(root, names: str | Iterable[str] | None = None,
 
     root.operation.walk(visit)
     return found
+
+
+def defining_op(value):
+    """The op that defines ``value`` (an ``ir.Operation``), or None for a
+    block argument."""
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def memref_root(value):
+    """The memref ``value`` is a view of (through :data:`MEMREF_VIEW_OPS`):
+    an allocation, a block argument or another op's result."""
+    while (owner := defining_op(value)) is not None and owner.name in MEMREF_VIEW_OPS:
+        value = owner.operands[0]
+    return value
+
+
+def indexing_maps(op) -> list:
+    """The ``ir.AffineMap`` of each operand of linalg op ``op`` (named ops
+    included)."""
+    return [ir.AffineMapAttr(m).value for m in linalg.get_indexing_maps(op)]
+
+
+def iterator_types(op) -> list[str] | None:
+    """``"parallel"`` / ``"reduction"`` per loop of an op with an
+    ``iterator_types`` attribute (``linalg.generic``), else None."""
+    if "iterator_types" not in op.attributes:
+        return None
+    return ["reduction" if "reduction" in str(t) else "parallel"
+            for t in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def function_bodies(op) -> list:

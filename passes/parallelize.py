@@ -48,11 +48,18 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import arith, func, linalg, memref, scf
+from mlir.dialects import arith, func, memref, scf
 
-from ..vocabulary import GET_FP_MODE, MEMREF_VIEW_OPS, PARALLEL_TASKS, SET_FP_MODE
-from .analysis.contractions import defining_op, dim_positions, is_strided
-from .ir_utils import collect_ops, sym_name
+from ..vocabulary import GET_FP_MODE, PARALLEL_TASKS, SET_FP_MODE
+from .analysis.contractions import dim_positions, is_strided
+from .ir_utils import (
+    collect_ops,
+    index_const,
+    indexing_maps,
+    iterator_types,
+    memref_root,
+    sym_name,
+)
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["parallelize", "ELEMENTWISE_NAMED"]
@@ -71,23 +78,10 @@ _BODY_OK_DIALECTS = ("arith.", "math.", "linalg.yield", "linalg.index", "memref.
                      "complex.")
 
 
-def _iterators(op) -> list[str] | None:
-    if op.name == "linalg.generic":
-        return ["reduction" if "reduction" in str(t) else "parallel"
-                for t in ir.ArrayAttr(op.attributes["iterator_types"])]
-    return None  # the named ops here are all-parallel
-
-
 def _outputs(op) -> int:
     if "operandSegmentSizes" in op.attributes:
         return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[-1]
     return 1
-
-
-def _root(value):
-    while (owner := defining_op(value)) is not None and owner.name in MEMREF_VIEW_OPS:
-        value = owner.operands[0]
-    return value
 
 
 def _body_ok(op) -> bool:
@@ -119,9 +113,9 @@ def _aliasing_ok(op, maps, outputs: int) -> bool:
     operands = list(op.operands)
     first_out = len(operands) - outputs
     for o in range(first_out, len(operands)):
-        root = _root(operands[o])
+        root = memref_root(operands[o])
         for i in range(first_out):
-            if (isinstance(operands[i].type, ir.MemRefType) and _root(operands[i]) == root
+            if (isinstance(operands[i].type, ir.MemRefType) and memref_root(operands[i]) == root
                     and str(maps[i]) != str(maps[o])):
                 return False
     return True
@@ -135,10 +129,10 @@ def _plan(op, min_elements: int):
         return None
     if not all(is_strided(v.type) for v in op.operands if isinstance(v.type, ir.MemRefType)):
         return None
-    maps = [ir.AffineMapAttr(m).value for m in linalg.get_indexing_maps(op)]
+    maps = indexing_maps(op)
     if len(maps) != len(op.operands) or any(dim_positions(m) is None for m in maps):
         return None
-    iterators = _iterators(op)
+    iterators = iterator_types(op)  # None: a named all-parallel op
     outputs = _outputs(op)
     sizes = _iterations(op, maps)
     if sizes is None or not sizes or sizes[0] < 2 or math.prod(sizes) < min_elements:
@@ -150,10 +144,6 @@ def _plan(op, min_elements: int):
     if not _body_ok(op) or not _aliasing_ok(op, maps, outputs):
         return None
     return maps, sizes
-
-
-def _index(n: int):
-    return arith.constant(ir.IndexType.get(), n)
 
 
 def _chunk_view(value, amap, lo, length):
@@ -196,15 +186,15 @@ def _cut(op, maps, sizes, threads: int) -> None:
         wanted = func.call([i64], PARALLEL_TASKS,
                            [arith.constant(i64, min(threads, n))])
         wanted = arith.index_cast(index, wanted)
-        chunk = arith.ceildivsi(_index(n), wanted)
-        tasks = arith.ceildivsi(_index(n), chunk)
-        loop = scf.ParallelOp([], [_index(0)], [tasks], [_index(1)], [])
+        chunk = arith.ceildivsi(index_const(n), wanted)
+        tasks = arith.ceildivsi(index_const(n), chunk)
+        loop = scf.ParallelOp([], [index_const(0)], [tasks], [index_const(1)], [])
         body = loop.regions[0].blocks.append(index)
         with ir.InsertionPoint(body):
             func.call([], SET_FP_MODE, [mode])
             task = body.arguments[0]
             lo = arith.muli(task, chunk)
-            length = arith.minsi(chunk, arith.subi(_index(n), lo))
+            length = arith.minsi(chunk, arith.subi(index_const(n), lo))
             views = [_chunk_view(v, m, lo, length) for v, m in zip(op.operands, maps)]
             clone = op.operation.clone()
             for k, view in enumerate(views):
@@ -236,10 +226,7 @@ def parallelize(op, ctx: PassContext) -> None:
              if (plan := _plan(target, min_elements)) is not None]
     if not plans:
         return
-    module = op
-    while module.name != "builtin.module":
-        module = module.parent
-    _declare_fp_mode(module)
+    _declare_fp_mode(op)  # op is the module
     for target, (maps, sizes) in plans:
         _cut(target, maps, sizes, threads)
     ctx.statistic("parallelized", len(plans))

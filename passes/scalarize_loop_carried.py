@@ -36,8 +36,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import scf, tensor
 
-from .analysis.contractions import defining_op
-from .ir_utils import collect_ops
+from .ir_utils import collect_ops, defining_op
 from .registry import PassContext, register_pass
 
 __all__ = ["scalarize_loop_carried"]

@@ -47,8 +47,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg
 
-from .analysis.contractions import CONTRACTION_OPS, classify, defining_op, dim_positions
-from .ir_utils import collect_ops
+from .analysis.contractions import CONTRACTION_OPS, classify, dim_positions
+from .ir_utils import collect_ops, defining_op
 from .registry import PassContext, register_pass
 
 __all__ = ["specialize_contractions", "transpose_source"]

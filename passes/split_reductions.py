@@ -53,8 +53,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from .analysis.contractions import defining_op, dim_positions
-from .ir_utils import collect_ops
+from .analysis.contractions import dim_positions
+from .ir_utils import collect_ops, defining_op, indexing_maps, iterator_types
 from .registry import PassContext, register_pass
 
 __all__ = ["split_reductions", "MIN_SIZE", "LANES"]
@@ -72,15 +72,6 @@ _COMBINERS = {"arith.addf": arith.AddFOp, "arith.maximumf": arith.MaximumFOp,
               "arith.minimumf": arith.MinimumFOp, "arith.maxnumf": arith.MaxNumFOp,
               "arith.minnumf": arith.MinNumFOp}
 _FLOATS = ("f32", "f64")
-
-
-def _iterators(op) -> list[str]:
-    return ["reduction" if "reduction" in str(t) else "parallel"
-            for t in ir.ArrayAttr(op.attributes["iterator_types"])]
-
-
-def _maps(op) -> list:
-    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
 def _combiner(op):
@@ -103,11 +94,11 @@ def _combiner(op):
 def _split_dim(op):
     """``(r, n)``: the innermost loop dimension (a reduction) and its static
     size, or None."""
-    iterators = _iterators(op)
+    iterators = iterator_types(op) or []
     r = len(iterators) - 1
-    if iterators[r] != "reduction":
+    if r < 0 or iterators[r] != "reduction":
         return None
-    maps = _maps(op)
+    maps = indexing_maps(op)
     for value, amap in zip(list(op.operands)[:-1], maps):
         positions = dim_positions(amap)
         if positions is None:
@@ -132,7 +123,7 @@ def _candidate(op):
     r, n = found
     if n < MIN_SIZE:
         return None
-    for value, amap in zip(list(op.operands)[:-1], _maps(op)[:-1]):
+    for value, amap in zip(list(op.operands)[:-1], indexing_maps(op)[:-1]):
         if r in dim_positions(amap) and not ir.RankedTensorType(value.type).has_static_shape:
             return None
     return r, n, combiner
@@ -230,13 +221,13 @@ def _reduce_last(source, init, combiner_name, etype):
 
 def _split(op, r, n, combiner) -> object:
     """Rewrites ``op``; returns the final reduction (a new candidate)."""
-    maps = _maps(op)
+    maps = indexing_maps(op)
     inner = BLOCK // LANES
     blocks = n // BLOCK
     rest = n - blocks * BLOCK
     out_type = ir.RankedTensorType(op.results[0].type)
     etype = out_type.element_type
-    iterators = _iterators(op)
+    iterators = iterator_types(op) or []
     iterators[r:r + 1] = ["parallel", "reduction", "parallel"]
     with ir.InsertionPoint(op), op.location:
         partial_shape = list(out_type.shape) + [blocks, LANES]

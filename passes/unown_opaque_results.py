@@ -32,18 +32,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ..vocabulary import MEMREF_VIEW_OPS
-from .ir_utils import collect_ops, function_type, has_body, sym_name
+from .ir_utils import collect_ops, function_type, has_body, memref_root, sym_name
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["opaque_callees", "unown_opaque_results"]
-
-def _root(value):
-    """The value a memref view chain starts from."""
-    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in MEMREF_VIEW_OPS:
-        value = value.owner.operands[0]
-    return value
-
 
 def opaque_callees(module_op) -> set:
     """Names of declarations (no body) that return memrefs: what
@@ -108,7 +100,7 @@ def _unown_opaque_results(op, ctx: PassContext) -> None:
     for dealloc in collect_ops(op, "bufferization.dealloc"):
         count = ir.DenseI32ArrayAttr(dealloc.attributes["operandSegmentSizes"])[0]
         for i in range(count):
-            if _root(dealloc.operands[i]) in results:
+            if memref_root(dealloc.operands[i]) in results:
                 with ir.InsertionPoint(dealloc), dealloc.location:
                     false = arith.ConstantOp(ir.IntegerType.get_signless(1), 0)
                 dealloc.operands[count + i] = false.result

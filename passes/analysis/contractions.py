@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import linalg
 
-__all__ = ["defining_op", "is_strided", "BATCH", "M", "N", "K", "KIND_NAMES", "MAX_DIMS", "TYPE_CODES", "INPUT_TYPES",
+from ..ir_utils import indexing_maps, iterator_types
+
+__all__ = ["is_strided", "BATCH", "M", "N", "K", "KIND_NAMES", "MAX_DIMS", "TYPE_CODES", "INPUT_TYPES",
            "CONTRACTION_OPS", "Contraction", "classify", "dim_positions"]
 
 BATCH, M, N, K = 0, 1, 2, 3
@@ -57,13 +59,6 @@ class Contraction:
     @property
     def operands(self):
         return list(self.op.operands)[:3]
-
-
-def defining_op(value):
-    """The op that defines ``value`` (an ``ir.Operation``), or None for a
-    block argument."""
-    owner = value.owner
-    return None if isinstance(owner, ir.Block) else owner.operation
 
 
 def is_strided(t) -> bool:
@@ -107,9 +102,7 @@ def _kinds(maps, op) -> list[int] | str:
     a_dims, b_dims, c_dims = (dim_positions(m) for m in maps)
     if a_dims is None or b_dims is None or c_dims is None:
         return "an indexing map is not a projected permutation"
-    iterators = None
-    if "iterator_types" in op.attributes:
-        iterators = [str(t) for t in ir.ArrayAttr(op.attributes["iterator_types"])]
+    iterators = iterator_types(op)
     kinds = []
     for d in range(maps[0].n_dims):
         where = (d in a_dims, d in b_dims, d in c_dims)
@@ -140,7 +133,7 @@ def classify(op) -> Contraction | str:
                "f32/f64, or bf16/f16 inputs of f32)"
     if not linalg.isa_contraction_op(op) or not _body_ok(op):
         return "the body is not C + A * B"
-    maps = [ir.AffineMapAttr(m).value for m in linalg.get_indexing_maps(op)]
+    maps = indexing_maps(op)
     kinds = _kinds(maps, op)
     if isinstance(kinds, str):
         return kinds
