@@ -34,6 +34,7 @@ from . import (  # noqa: F401
     insert_inplace,
     parallelize,
     pipelines,
+    plan_memory,
     rescale_subnormal_math,
     scalarize_loop_carried,
     specialize_contractions,

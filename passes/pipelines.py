@@ -107,13 +107,15 @@ MATH_TO_LLVM = [
              PassOption("copy-before-write", bool, False,
                         "Functional baseline: copy before every write (nothing in place)"),
              PassOption("check-sizes", bool, True,
-                        "Run tdf-check-sizes first (off when an earlier stage ran it)")],
+                        "Run tdf-check-sizes first (off when an earlier stage ran it)"),
+             PassOption("plan-memory", bool, True,
+                        "One arena per call for the temporaries (tdf-plan-memory)")],
 )
 def bufferize_pipeline(options: dict) -> str:
     """``tdf-check-sizes`` → ``tdf-donate`` → One-Shot Bufferize (function
     boundaries, identity-layout function signatures) → ``canonicalize, cse``
-    → ``tdf-drop-donated-results`` → ownership-based deallocation with
-    ``tdf-unown-opaque-results`` around it. No leaks; the only copies left
+    → ``tdf-drop-donated-results`` → ``tdf-plan-memory`` → ownership-based
+    deallocation with ``tdf-unown-opaque-results`` around it. No leaks; the only copies left
     are the ones the safety rules force (a non-donated argument that is
     updated, an in-place operand that is still read later, an opaque call
     result).
@@ -121,6 +123,9 @@ def bufferize_pipeline(options: dict) -> str:
     Options: ``dealloc`` (bool, default true): insert deallocations;
     ``check-sizes`` (bool, default true): run ``tdf-check-sizes`` first
     (``tdf-lower-to-cpu`` turns it off: its first stage ran it);
+    ``plan-memory`` (bool, default true): place the temporaries of each
+    function in one arena per call and inside fresh results
+    (``tdf-plan-memory``; off, every buffer is its own allocation);
     ``copy-before-write`` (bool, default false): the functional baseline --
     One-Shot Bufferize skips its analysis and copies before **every** write
     (nothing runs in place, donation buys nothing). Only for measuring what
@@ -139,6 +144,8 @@ def bufferize_pipeline(options: dict) -> str:
     one_shot_pass = ONE_SHOT_COPY_BEFORE_WRITE if options["copy-before-write"] else ONE_SHOT
     passes = ["tdf-check-sizes"] if options["check-sizes"] else []
     passes += ["tdf-donate", one_shot_pass, "canonicalize", "cse", "tdf-drop-donated-results"]
+    if options["plan-memory"]:
+        passes.append("tdf-plan-memory")
     if options["dealloc"]:
         passes += [
             "tdf-unown-opaque-results{phase=snapshot}",
@@ -226,8 +233,9 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
 #: What ``strict`` means, for ``tdf-lower-to-cpu{strict=true}`` and
 #: ``tdf.compile(strict=True)`` alike: tdf-verify-inplace's definition of "an
 #: in-place call would need a copy" (One-Shot Bufferize's analysis, plus the
-#: safety rules it cannot see), run on the output of :func:`inplace_stage`.
-STRICT_CHECK = "tdf-verify-inplace{strict=true}"
+#: safety rules it cannot see), and a donated argument that does not hold its
+#: paired result (``donations``), run on the output of :func:`inplace_stage`.
+STRICT_CHECK = "tdf-verify-inplace{strict=true donations=true}"
 
 
 def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
@@ -274,6 +282,8 @@ CPU_OPTIONS = [
     PassOption("parallel", bool, False,
                "Large loop nests on `threads` threads (tdf-parallelize + the async runtime, "
                "libmlir_async_runtime.so, which tdf.compile loads)"),
+    PassOption("plan-memory", bool, True,
+               "One arena per call for the temporaries of each function (tdf-plan-memory)"),
     PassOption("split-reductions", bool, True,
                "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
     PassOption("fuse-kernels", bool, True,
@@ -309,9 +319,10 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     if values["strict"]:
         stages.append(("strict", [STRICT_CHECK]))
     # tdf-check-sizes ran first in the inplace stage.
+    plan = "true" if values["plan-memory"] else "false"
     stages.append(("bufferize", (["tdf-bounds-checks"] if values["bounds-checks"] else [])
-                   + ["tdf-bufferize{check-sizes=false copy-before-write=true}"
-                      if copy_before_write else "tdf-bufferize{check-sizes=false}"]))
+                   + [f"tdf-bufferize{{check-sizes=false copy-before-write="
+                      f"{'true' if copy_before_write else 'false'} plan-memory={plan}}}"]))
     stages.append(("llvm", (["tdf-alloc-checks"] if values["alloc-checks"] else [])
                    + lower_to_llvm(values["count-allocations"], values["approximate-math"],
                                    values["blas"], values["threads"], values["parallel"])))

@@ -298,7 +298,9 @@ def test_insert_slice_parts_jit_matches_jax(inplace):
         assert report.calls_made_inplace == 2
     else:
         assert len(report.copies) == 3
-        assert report.bytes_allocated("f") == 3 * 8 * 4 + 3 * 8 * 4
+        # The result, plus one row-sized temporary: each part is dead once
+        # copied into the result, so tdf-plan-memory gives them one slot.
+        assert report.bytes_allocated("f") == 3 * 8 * 4 + 8 * 4
 
 
 # The corpus program (tests/programs/kv_row_kernel.py), also run against JAX there.

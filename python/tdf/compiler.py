@@ -52,6 +52,7 @@ from . import jit_symbols
 from . import report as _report
 from . import timing as _timing
 from .errors import CompileError, PipelineError, StrictModeError
+from .memory import MemoryAnalysis, memory_analyses
 from .parsing import parse_program
 from .passes import pipelines
 from .passes._runtime_sites import read_sites
@@ -84,8 +85,9 @@ class Program:
     (``prog.step(...)``) and is in :attr:`functions`."""
 
     def __init__(self, functions, report, engine, llvm_ir: str, buffer_ir: str, context,
-                 counter=None):
+                 counter=None, memory=None):
         self.functions = dict(functions)
+        self._memory = dict(memory or {})
         self._report = report
         self._counter = counter
         self._engine = engine
@@ -103,6 +105,22 @@ class Program:
         """In-place decisions, remaining copies (and why) and the static bytes
         allocated per call; ``print(prog.report())`` formats them."""
         return self._report
+
+    def memory_analysis(self, name: str | None = None) -> MemoryAnalysis:
+        """The memory one call of entry ``name`` uses, known at compile time
+        (:class:`tdf.memory.MemoryAnalysis`, JAX's field names:
+        ``temp_size_in_bytes``, ``argument_size_in_bytes``,
+        ``output_size_in_bytes``, ``alias_size_in_bytes``,
+        ``peak_memory_in_bytes``). ``name`` may be left out when the program
+        has one entry."""
+        if name is None:
+            if len(self._memory) != 1:
+                raise ValueError(f"the program has {len(self._memory)} entry functions "
+                                 f"({', '.join(sorted(self._memory))}): name one")
+            return next(iter(self._memory.values()))
+        if name not in self._memory:
+            raise KeyError(f"no entry function @{name}")
+        return self._memory[name]
 
     @property
     def counts_allocations(self) -> bool:
@@ -317,7 +335,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             copy_before_write: bool = False, count_allocations: bool = False,
             bounds_checks: bool = True, blas: bool | None = None,
             flush_denormals: bool = True, num_threads: int | None = None,
-            timing: bool | None = None):
+            timing: bool | None = None, plan_memory: bool = True):
     """Compiles a tdf program.
 
     ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
@@ -357,6 +375,11 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     ``flush_denormals`` (CPU only, default on): calls run with
     flush-to-zero / denormals-are-zero, as jax.jit does (a subnormal result
     is 0); ``False`` keeps IEEE subnormals.
+    ``plan_memory`` (CPU only, default on): the temporaries of each
+    function share one arena per call, placed by live interval, and may
+    live inside a fresh result before it is written (``tdf-plan-memory``);
+    ``False`` gives every buffer its own allocation. The figures:
+    :meth:`Program.memory_analysis`.
     ``timing`` (default: ``TDF_TIMING`` set and not ``0``): print the wall
     time of each stage to stderr when done, like ``--mlir-timing``
     (:mod:`tdf.timing`).
@@ -368,7 +391,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     """
     _check_options(target, chip, filename, {
         "inplace": inplace, "strict": strict, "copy_before_write": copy_before_write,
-        "count_allocations": count_allocations, "bounds_checks": bounds_checks})
+        "count_allocations": count_allocations, "bounds_checks": bounds_checks,
+        "plan_memory": plan_memory})
     if target == "nvvm":
         if copy_before_write or count_allocations:
             raise ValueError("copy_before_write and count_allocations are CPU-only options")
@@ -385,7 +409,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         "inplace": inplace, "strict": strict, "copy-before-write": copy_before_write,
         "count-allocations": count_allocations, "bounds-checks": bounds_checks,
         "alloc-checks": True, "blas": blas, "threads": threads if parallel else num_threads or 0,
-        "parallel": parallel}))
+        "parallel": parallel, "plan-memory": plan_memory}))
     timer = _timing.CompileTimer(_timing.enabled(timing))
     with timer.stage("parse"):
         module = parse_program(text_or_module, filename, "tdf.compile")
@@ -410,6 +434,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         with timer.stage("report: buffers"):
             allocations, copies = _report.buffers(module, filename)
         returned = _report.returned_args(module, {n: len(r) for n, (_, r) in entries.items()})
+        memory = memory_analyses(module, entries, returned)
         _mark_c_interfaces(module, entries)
         jit_symbols.check_kernel_symbols(module, shared_libs)
         with timer.stage("lower to LLVM dialect"):
@@ -431,4 +456,4 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         for name, (params, results) in entries.items()}
     for fn in functions.values():
         fn.flush_denormals = flush_denormals
-    return Program(functions, report, engine, llvm_ir, buffer_ir, context, counter)
+    return Program(functions, report, engine, llvm_ir, buffer_ir, context, counter, memory)

@@ -170,7 +170,7 @@ class JitFunction:
     """What :func:`jit` returns: call it like ``fun``; :meth:`lower` gives
     the imported program of one signature."""
 
-    def __init__(self, fun, donate_argnums=(), static_argnums=()):
+    def __init__(self, fun, donate_argnums=(), static_argnums=(), **compile_options):
         if not callable(fun):
             raise TypeError(f"tdf.jax.jit expects a callable, got {type(fun).__name__}")
         self.fun = fun
@@ -179,6 +179,7 @@ class JitFunction:
         overlap = set(self.donate_argnums) & set(self.static_argnums)
         if overlap:
             raise ValueError(f"argument(s) {sorted(overlap)} cannot be both static and donated")
+        self.compile_options = dict(compile_options)
         self._cache = {}
         self._splits = {}
         self._lock = threading.Lock()
@@ -283,6 +284,15 @@ class JitFunction:
             args = self._positional(args, kwargs)
         return self._lowered(args, self._key(args)[0])
 
+    def program(self, *args, **kwargs):
+        """The :class:`tdf.compiler.Program` that calls with these arguments'
+        signature run (compiled with this function's compile options): its
+        ``report()``, ``memory_analysis()`` and, with
+        ``count_allocations=True``, ``allocation_stats()``."""
+        if kwargs:
+            args = self._positional(args, kwargs)
+        return self._lowered(args, self._key(args)[0]).compile(**self.compile_options)
+
     def _lowered(self, args, key) -> Lowered:
         entry = self._cache.get(key)
         if entry is None:
@@ -307,7 +317,7 @@ class JitFunction:
         sig = lowered._signature
         program = lowered._default
         if program is None:
-            program = lowered._default = lowered.compile()
+            program = lowered._default = lowered.compile(**self.compile_options)
         arrays, passed, unsigned = self._inputs(leaves, sig)
         raw = program.main(*passed, *sig.runtime_consts)
         if raw is None:
@@ -363,11 +373,18 @@ class JitFunction:
         return arrays, passed, unsigned
 
 
-def jit(fun=None, *, donate_argnums=(), static_argnums=()):
+def jit(fun=None, *, donate_argnums=(), static_argnums=(), **compile_options):
     """Compiles the JAX function ``fun`` with tdf (see the module docstring
     of :mod:`tdf.jax`). Usable as ``tdf.jax.jit(fun, ...)`` or as a decorator
-    (``@tdf.jax.jit`` / ``@functools.partial(tdf.jax.jit, donate_argnums=0)``)."""
+    (``@tdf.jax.jit`` / ``@functools.partial(tdf.jax.jit, donate_argnums=0)``).
+    ``compile_options`` go to :func:`tdf.compile` (``count_allocations=True``,
+    ``plan_memory=False``, ``num_threads=1``, ...); :meth:`JitFunction.program`
+    gives the compiled program of a call's arguments::
+
+        step = tdf.jax.jit(train_step, donate_argnums=0, count_allocations=True)
+        state = step(state, batch)                 # the user's own pytrees
+        step.program(state, batch).allocation_stats().peak_bytes"""
     if fun is None:
-        return lambda f: JitFunction(f, donate_argnums, static_argnums)
-    return JitFunction(fun, donate_argnums, static_argnums)
+        return lambda f: JitFunction(f, donate_argnums, static_argnums, **compile_options)
+    return JitFunction(fun, donate_argnums, static_argnums, **compile_options)
 

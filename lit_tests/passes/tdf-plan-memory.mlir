@@ -1,0 +1,168 @@
+// RUN: tdf-opt %s --split-input-file --tdf-plan-memory | FileCheck %s
+// RUN: tdf-opt %s --split-input-file --tdf-plan-memory=remarks=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+
+// A chain: the first temporary lives inside the result's bytes (the result is
+// not live yet), the second in the arena; one allocation each.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: tdf.memory_plan = {arena = 256 : i64, {{.*}}hosted = 1 : i64, hosts = 256 : i64, kept = 1 : i64, {{.*}}lower_bound = 512 : i64, planned = 2 : i64
+// CHECK: %[[HOST:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256xi8>
+// CHECK: %[[A:.*]] = memref.view %[[HOST]][%{{.*}}][] : memref<256xi8> to memref<64xf32>
+// CHECK: linalg.exp ins(%{{.*}} : memref<64xf32>) outs(%[[A]] : memref<64xf32>)
+// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%{{.*}}][] : memref<256xi8> to memref<64xf32>
+// CHECK: linalg.exp ins(%[[A]] : memref<64xf32>) outs(%[[B]] : memref<64xf32>)
+// CHECK: %[[C:.*]] = memref.view %[[HOST]][%{{.*}}][] : memref<256xi8> to memref<64xf32>
+// CHECK: linalg.exp ins(%[[B]] : memref<64xf32>) outs(%[[C]] : memref<64xf32>)
+// CHECK: return %[[C]]
+// REMARK: remark: %alloc: 256 bytes, live [0, 3]: result %alloc_1 + 0
+// REMARK: remark: %alloc_0: 256 bytes, live [2, 5]: arena + 0
+// REMARK: remark: %alloc_1: 256 bytes, live [4, 7]: own allocation (returned)
+func.func @chain(%x: memref<64xf32>) -> memref<64xf32> {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<64xf32>
+  linalg.exp ins(%x : memref<64xf32>) outs(%a : memref<64xf32>)
+  %b = memref.alloc() {alignment = 64 : i64} : memref<64xf32>
+  linalg.exp ins(%a : memref<64xf32>) outs(%b : memref<64xf32>)
+  %c = memref.alloc() {alignment = 64 : i64} : memref<64xf32>
+  linalg.exp ins(%b : memref<64xf32>) outs(%c : memref<64xf32>)
+  return %c : memref<64xf32>
+}
+
+// -----
+
+// Temporaries live at once never share bytes; dead ones do. %a dies when %c
+// is written, so %d (allocated after) takes %a's offset, not %b's or %c's.
+// CHECK-LABEL: func.func @reuse_after_last_use
+// CHECK-SAME: arena = 192 : i64
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<192xi8>
+// CHECK-COUNT-4: memref.view %[[ARENA]]
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 5]]:{{.*}}: 64 bytes, live [0, 5]: arena + 0
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 6]]:{{.*}}: 64 bytes, live [2, 7]: arena + 64
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 7]]:{{.*}}: 64 bytes, live [4, 7]: arena + 128
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 8]]:{{.*}}: 64 bytes, live [6, 8]: arena + 0
+func.func @reuse_after_last_use(%x: memref<16xf32>, %out: memref<16xf32>) {
+  %a = memref.alloc() : memref<16xf32>
+  linalg.exp ins(%x : memref<16xf32>) outs(%a : memref<16xf32>)
+  %b = memref.alloc() : memref<16xf32>
+  linalg.exp ins(%x : memref<16xf32>) outs(%b : memref<16xf32>)
+  %c = memref.alloc() : memref<16xf32>
+  linalg.add ins(%a, %b : memref<16xf32>, memref<16xf32>) outs(%c : memref<16xf32>)
+  %d = memref.alloc() : memref<16xf32>
+  linalg.add ins(%b, %c : memref<16xf32>, memref<16xf32>) outs(%d : memref<16xf32>)
+  memref.copy %d, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// negative_ (the hazard of planners that follow SSA values only): %a is
+// written in place, then read again through a view after %b is written. %b is
+// allocated after %a's last *direct* use, but the view keeps %a live: they must
+// not share bytes.
+// CHECK-LABEL: func.func @negative_view_extends_lifetime
+// CHECK-SAME: arena = 128 : i64
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 3]]:{{.*}}: 64 bytes, live [0, 7]: arena + 0
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 6]]:{{.*}}: 64 bytes, live [4, 7]: arena + 64
+func.func @negative_view_extends_lifetime(%x: memref<16xf32>, %out: memref<8xf32>) {
+  %a = memref.alloc() : memref<16xf32>
+  linalg.exp ins(%x : memref<16xf32>) outs(%a : memref<16xf32>)
+  linalg.exp ins(%a : memref<16xf32>) outs(%a : memref<16xf32>)
+  %head = memref.subview %a[0] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1]>>
+  %b = memref.alloc() : memref<16xf32>
+  linalg.exp ins(%x : memref<16xf32>) outs(%b : memref<16xf32>)
+  %bh = memref.subview %b[8] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1], offset: 8>>
+  linalg.add ins(%head, %bh : memref<8xf32, strided<[1]>>, memref<8xf32, strided<[1], offset: 8>>) outs(%out : memref<8xf32>)
+  return
+}
+
+// -----
+
+// A per-iteration buffer of a loop body moves into the arena, allocated once
+// at function entry.
+// CHECK-LABEL: func.func @loop_body_buffer
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: scf.for
+// CHECK-NOT: memref.alloc
+// CHECK: memref.view %[[ARENA]]
+// CHECK: linalg.exp
+func.func @loop_body_buffer(%x: memref<16xf32>, %out: memref<16xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.exp ins(%x : memref<16xf32>) outs(%t : memref<16xf32>)
+    linalg.add ins(%t, %out : memref<16xf32>, memref<16xf32>) outs(%out : memref<16xf32>)
+  }
+  return
+}
+
+// -----
+
+// negative_: a buffer yielded to the next iteration keeps its own allocation
+// (the iteration reading it and the one writing the next must not share).
+// CHECK-LABEL: func.func @negative_loop_carried
+// CHECK: scf.for
+// CHECK: memref.alloc() : memref<16xf32>
+// CHECK: scf.yield
+// REMARK: remark: %alloc: 64 bytes, live [{{.*}}]: own allocation (carried from one loop iteration to the next)
+func.func @negative_loop_carried(%x: memref<16xf32>, %n: index, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %x) -> (memref<16xf32>) {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.exp ins(%h : memref<16xf32>) outs(%t : memref<16xf32>)
+    scf.yield %t : memref<16xf32>
+  }
+  memref.copy %r, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// negative_: dynamic sizes, i1 buffers and buffers passed to an opaque callee
+// (a body-less function returning memrefs may keep them) are left alone.
+// CHECK-LABEL: func.func @negative_kept
+// CHECK-SAME: dynamic = 1 : i64
+// CHECK-SAME: kept = 3 : i64
+// CHECK-SAME: planned = 0 : i64
+// CHECK-NOT: memref.view
+// CHECK: return
+func.func private @keep(memref<4xf32>) -> memref<4xf32>
+func.func @negative_kept(%n: index, %x: memref<4xf32>) -> memref<4xf32> {
+  %d = memref.alloc(%n) : memref<?xf32>
+  %b = memref.alloc() : memref<4xi1>
+  %o = memref.alloc() : memref<4xf32>
+  memref.copy %x, %o : memref<4xf32> to memref<4xf32>
+  %r = func.call @keep(%o) : (memref<4xf32>) -> memref<4xf32>
+  return %r : memref<4xf32>
+}
+
+// -----
+
+// A buffer yielded by an scf.if lives until the last use of the if's result:
+// %v, written while %r is read, gets bytes of its own. (The two branches'
+// buffers could share bytes; the plan does not look at that yet.)
+// CHECK-LABEL: func.func @branch_result_extends_lifetime
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<192xi8>
+// CHECK: scf.if
+// CHECK: memref.view %[[ARENA]]
+// CHECK: } else {
+// CHECK: memref.view %[[ARENA]]
+// CHECK: memref.view %[[ARENA]]
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 5]]:{{.*}}: 64 bytes, live [0, 2]: arena + 0
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 8]]:{{.*}}: 64 bytes, live [0, 2]: arena + 64
+// REMARK: tdf-plan-memory.mlir:[[# @LINE + 11]]:{{.*}}: 64 bytes, live [1, 3]: arena + 128
+func.func @branch_result_extends_lifetime(%c: i1, %x: memref<16xf32>, %out: memref<16xf32>) {
+  %r = scf.if %c -> memref<16xf32> {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.exp ins(%x : memref<16xf32>) outs(%t : memref<16xf32>)
+    scf.yield %t : memref<16xf32>
+  } else {
+    %u = memref.alloc() : memref<16xf32>
+    linalg.abs ins(%x : memref<16xf32>) outs(%u : memref<16xf32>)
+    scf.yield %u : memref<16xf32>
+  }
+  %v = memref.alloc() : memref<16xf32>
+  linalg.exp ins(%r : memref<16xf32>) outs(%v : memref<16xf32>)
+  memref.copy %v, %out : memref<16xf32> to memref<16xf32>
+  return
+}
