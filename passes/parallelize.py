@@ -15,7 +15,9 @@ that dispatched it (``tdf_rt_get_fp_mode`` / ``tdf_rt_set_fp_mode``: the
 workers flush subnormals exactly when the caller does). The chunk count is
 asked of the runtime at run time (``tdf_rt_parallel_tasks``): one in a child
 forked from the process whose async runtime workers ran the tasks (they do
-not exist there; one chunk runs inline on the calling thread).
+not exist there; one chunk runs inline on the calling thread). A body that
+reads its position along the cut loop (``linalg.index 0``: iotas, counters)
+gets the chunk's start added to it.
 
 Not parallelized: ops whose body calls a function (a run-time check's
 failure call must run on the calling thread), allocates or contains regions;
@@ -177,6 +179,17 @@ def _declare_fp_mode(module_op) -> None:
                 func.FuncOp(name, ftype, visibility="private")
 
 
+def _offset_loop_index(op, lo) -> None:
+    """Each ``linalg.index 0`` of the chunk ``op`` (its iteration along loop
+    0 of the chunk) plus ``lo``: the iteration of the whole loop nest."""
+    for index in collect_ops(op, "linalg.index"):
+        if ir.IntegerAttr(index.attributes["dim"]).value != 0:
+            continue
+        with ir.InsertionPoint.after(index), index.location:
+            shifted = arith.addi(index.result, lo)
+        index.result.replace_all_uses_except(shifted, shifted.owner.operation)
+
+
 def _cut(op, maps, sizes, threads: int) -> None:
     n = sizes[0]
     i64, index = ir.IntegerType.get_signless(64), ir.IndexType.get()
@@ -199,6 +212,7 @@ def _cut(op, maps, sizes, threads: int) -> None:
             clone = op.operation.clone()
             for k, view in enumerate(views):
                 clone.operands[k] = view
+            _offset_loop_index(clone, lo)
             scf.ReduceOp([], 0)
     # The clone was made at the op's position: move it into the loop body.
     clone.move_before(list(body.operations)[-1])

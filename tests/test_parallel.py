@@ -27,6 +27,9 @@ PROGRAMS = {
                  (512, 512)),
     "sum_all": (lambda x: jnp.sum(jnp.tanh(x)), (N,)),
     "scan": (lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) + 0.5 * c, x), (N,)),
+    # the body reads its position along the cut loop (linalg.index 0)
+    "iota": (lambda x: x + lax.broadcasted_iota(jnp.float32, x.shape, 0) * 1024.0
+             + lax.broadcasted_iota(jnp.float32, x.shape, 1), (512, 1024)),
 }
 
 
