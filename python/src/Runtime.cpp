@@ -151,6 +151,12 @@ extern "C" void tdf_rt_contract(int64_t, int64_t, int64_t, int64_t, int64_t,
                                 int64_t, int64_t, int64_t, int64_t, int64_t,
                                 int64_t, int64_t);
 
+// The stable sort permutation of `sort`/`top_k` (Sort.cpp).
+extern "C" void tdf_rt_sort(int64_t *, int64_t *, int64_t, int64_t, int64_t,
+                            int64_t, int64_t, int64_t, int64_t, int64_t *,
+                            int64_t *, int64_t, int64_t, int64_t, int64_t,
+                            int64_t);
+
 namespace {
 
 #if defined(__SSE__)
@@ -926,6 +932,7 @@ void tdfpy::registerRuntime(nb::module_ &m) {
             reinterpret_cast<uintptr_t>(&tdf_rt_set_fp_mode);
         symbols["tdf_rt_parallel_tasks"] =
             reinterpret_cast<uintptr_t>(&tdf_rt_parallel_tasks);
+        symbols["tdf_rt_sort"] = reinterpret_cast<uintptr_t>(&tdf_rt_sort);
         // The heap functions of the compiled code (memref.alloc lowers to
         // malloc/free; LLVM may form calloc): the caching allocator.
         symbols["malloc"] = reinterpret_cast<uintptr_t>(&tdf_rt_alloc);

@@ -42,7 +42,7 @@ from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sy
 from .pipeline import run_pipeline
 from .report import GPUReport, record_gpu_stage
 from .runtime import ScalarSpec
-from .vocabulary import DTYPES, EMIT_C_INTERFACE_ATTR, SCALAR_TYPES
+from .vocabulary import CPU_ONLY_FUNCTIONS, DTYPES, EMIT_C_INTERFACE_ATTR, SCALAR_TYPES
 
 __all__ = [
     "compile_nvvm",
@@ -139,6 +139,20 @@ def _entries(module, filename: str) -> dict:
     return entries
 
 
+def _check_cpu_only_calls(module, filename: str) -> None:
+    """A call of a CPU runtime kernel (``tdf_rt_sort``: ``sort``/``top_k`` of
+    ``tdf.jax``) is a :class:`GPUCompileError` naming the call's location."""
+    with module.context:
+        for op in collect_ops(module, ("tdf.call", "tdf.call_inplace", "tdf.call_opaque",
+                                       "func.call")):
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee in CPU_ONLY_FUNCTIONS:
+                raise GPUCompileError(
+                    f"{_loc(op, filename)}: {op.name} @{callee} is a kernel of tdf's CPU "
+                    f"runtime ({CPU_ONLY_FUNCTIONS[callee]}), which the GPU path cannot call: "
+                    f"compile this program with target='cpu'")
+
+
 def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, strict: bool = False,
                  **opts) -> GPUProgram:
     """Compiles a tdf program (text or ``ir.Module``; a module is copied,
@@ -181,6 +195,7 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
 
     module = parse_program(module_or_text, filename, "compile_nvvm")
 
+    _check_cpu_only_calls(module, filename)
     entries = _entries(module, filename)
     report = GPUReport()
     texts = {}

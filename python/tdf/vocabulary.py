@@ -33,7 +33,7 @@ __all__ = [
     "EMIT_C_INTERFACE_ATTR", "MEMORY_PLAN_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
     "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
     "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GET_FP_MODE", "SET_FP_MODE",
-    "PARALLEL_TASKS", "RUNTIME_FUNCTIONS",
+    "PARALLEL_TASKS", "SORT", "CPU_ONLY_FUNCTIONS", "RUNTIME_FUNCTIONS",
     "SITE_SEPARATOR",
 ]
 
@@ -53,11 +53,19 @@ GET_FP_MODE = "tdf_rt_get_fp_mode"
 SET_FP_MODE = "tdf_rt_set_fp_mode"
 #: The chunk count of a parallel loop nest at run time (1 in a forked child).
 PARALLEL_TASKS = "tdf_rt_parallel_tasks"
+#: The stable sort permutation of ``sort``/``top_k`` (``tdf.jax``,
+#: ``python/src/Sort.cpp``): a kernel on memrefs, ``(memref<?x?x?xi64>
+#: keys, memref<?x?xi64> perm)``, called through ``tdf.call``; its memrefs
+#: are passed as expanded descriptors (16 parameters). CPU only.
+SORT = "tdf_rt_sort"
+#: Runtime kernels that exist only on the CPU (the GPU path refuses calls of
+#: them): name → what calls them.
+CPU_ONLY_FUNCTIONS = {SORT: "sort/top_k of tdf.jax.jit"}
 #: The functions the tdf runtime defines in every engine: name → number of
 #: i64 parameters (``tdf_rt_get_fp_mode`` and ``tdf_rt_parallel_tasks``
-#: return an i64; the others return nothing).
+#: return an i64; the others return nothing; ``tdf_rt_sort``: see above).
 RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32, GET_FP_MODE: 0,
-                     SET_FP_MODE: 1, PARALLEL_TASKS: 1}
+                     SET_FP_MODE: 1, PARALLEL_TASKS: 1, SORT: 16}
 #: Separates the fields of an entry of the run-time site table
 #: (``RUNTIME_SITES_ATTR``: ``kind, function, op, location, dimension``).
 SITE_SEPARATOR = "\x1f"

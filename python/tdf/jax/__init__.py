@@ -25,8 +25,10 @@ from . import (  # noqa: F401  (register rules)
     _cumulative,
     _elementwise,
     _indexing,
+    _random,
     _reduce,
     _shape,
+    _sort,
     _special,
 )
 from ._api import JitFunction, Lowered, StrictInplaceError, jit

@@ -20,7 +20,16 @@ from mlir.dialects import func
 
 from ..errors import TDFError
 from ..vocabulary import DEST_OPERAND, DONATE_ATTR
-from ._builder import Translator, UnsupportedPrimitiveError, call_site, signless, tensor_type
+from ._builder import (
+    Translator,
+    UnsupportedPrimitiveError,
+    call_site,
+    is_key,
+    physical_aval,
+    physical_value,
+    signless,
+    tensor_type,
+)
 
 __all__ = ["jit", "JitFunction", "Lowered", "StrictInplaceError"]
 
@@ -60,7 +69,8 @@ class _Signature:
         self.static_args = static_args
         jaxpr = closed.jaxpr
         self.in_avals = [v.aval for v in jaxpr.invars]
-        self.consts = [np.asarray(c) for c in closed.consts]
+        # PRNG key arrays (arguments, constants, results) cross as key data
+        self.consts = [physical_value(c, v.aval)[0] for c, v in zip(closed.consts, jaxpr.constvars)]
         self.runtime_consts = [c.view(signless(c.dtype)) if c.dtype.kind == "u" else c
                                for c in self.consts]
         # Each output is ("result", k) of the compiled function, ("arg", i)
@@ -237,11 +247,14 @@ class JitFunction:
                                     f"got {type(args[i]).__name__}") from None
                 statics.append((i, args[i]))
             statics = tuple(statics)
-        return (len(args), tree, tuple(leaf_keys), statics), leaves
+        return (len(args), tree, tuple(leaf_keys), statics, _prng_flags()), leaves
 
-    def _leaf_dtype(self, index, dtype) -> np.dtype:
-        """``dtype`` as a numpy dtype; an extended JAX dtype (a typed PRNG
-        key, ``key<fry>``) raises :class:`UnsupportedPrimitiveError`."""
+    def _leaf_dtype(self, index, dtype):
+        """``dtype`` as a numpy dtype, or a typed PRNG key's dtype
+        (``key<fry>``); another extended JAX dtype raises
+        :class:`UnsupportedPrimitiveError`."""
+        if is_key(dtype):
+            return dtype
         try:
             return np.dtype(dtype)
         except TypeError:
@@ -249,8 +262,8 @@ class JitFunction:
             where = f"{where[0]}:{where[1]}:{where[2]}: " if where else ""
             raise UnsupportedPrimitiveError(
                 f"{where}{self.__name__}: argument leaf #{index} has dtype {dtype}, which tdf.jax.jit "
-                f"does not support (typed PRNG keys and other extended dtypes; the PRNG "
-                f"primitives are not translated: see docs/Frontend.md)") from None
+                f"does not support (extended dtypes other than PRNG keys: see "
+                f"docs/Frontend.md)") from None
 
     def _signature(self, args):
         import jax
@@ -328,7 +341,7 @@ class JitFunction:
         for (kind, value), aval in zip(sig.outputs, sig.out_avals):
             if kind == "result":
                 out = raw[value]
-                if out.dtype != aval.dtype:
+                if out.dtype != aval.dtype and not is_key(aval.dtype):
                     # an unsigned result: the caller's own array when it is a
                     # donated argument updated in place, else a view
                     caller = unsigned.get(id(out))
@@ -341,7 +354,9 @@ class JitFunction:
                 out = np.array(sig.consts[value])
             else:
                 out = np.array(value)
-            if out.shape != aval.shape:
+            if is_key(aval.dtype):
+                out = _wrap_key(out, aval)
+            elif out.shape != aval.shape:
                 out = out.reshape(aval.shape)
             outs.append(out)
         return jax.tree_util.tree_unflatten(sig.out_tree, outs)
@@ -351,6 +366,8 @@ class JitFunction:
         the compiled code, {id(passed view): caller's unsigned array})."""
         arrays, passed, unsigned = [], [], {}
         for i, (leaf, aval, donated) in enumerate(zip(leaves, sig.in_avals, sig.donated)):
+            if is_key(aval.dtype):
+                leaf, aval = _key_data(self.__name__, i, leaf, aval)
             dtype = aval.dtype
             if type(leaf) is np.ndarray and leaf.dtype == dtype and leaf.flags.c_contiguous \
                     and (leaf.flags.writeable or not donated):
@@ -371,6 +388,32 @@ class JitFunction:
                 array = view
             passed.append(array)
         return arrays, passed, unsigned
+
+
+def _prng_flags():
+    """The PRNG configuration a translation depends on
+    (``jax_threefry_partitionable``): part of the signature."""
+    from jax._src import config
+    return config.threefry_partitionable.value
+
+
+def _key_data(name, index, leaf, aval):
+    """(the key data of key array argument ``leaf``, its aval)."""
+    import jax
+    try:
+        data = jax.random.key_data(leaf)
+    except (TypeError, ValueError):  # pragma: no cover - the signature has the key dtype
+        raise TypeError(f"{name}: input leaf #{index} must be a PRNG key array of dtype "
+                        f"{aval.dtype}, got {type(leaf).__name__}") from None
+    return np.asarray(data), physical_aval(aval)
+
+
+def _wrap_key(data, aval):
+    """A key array of ``aval`` (``key<fry>[S]``) around key data ``data``."""
+    import jax
+    phys = physical_aval(aval)
+    data = np.asarray(data).view(phys.dtype).reshape(phys.shape)
+    return jax.random.wrap_key_data(data, impl=aval.dtype._impl.name)
 
 
 def jit(fun=None, *, donate_argnums=(), static_argnums=(), **compile_options):

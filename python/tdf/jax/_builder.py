@@ -19,11 +19,20 @@ from mlir.dialects import arith, linalg, tensor
 from ..errors import TDFError
 from ..vocabulary import TENSOR_VIEW_OPS, element_type_name
 
-__all__ = ["Translator", "UnsupportedPrimitiveError", "rule", "RULES", "element_type",
-           "tensor_type", "is_float", "is_signed_int", "is_unsigned", "is_bool", "signless"]
+__all__ = ["Translator", "UnsupportedPrimitiveError", "rule", "RULES", "KEY_RULES",
+           "element_type", "tensor_type", "is_float", "is_signed_int", "is_unsigned", "is_bool",
+           "signless", "is_key", "physical_aval", "physical_value"]
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 RULES: dict = {}
+#: Primitive name -> the rule ``fn(tr, eqn, args)`` of an equation with a
+#: PRNG key array among its values (``key<fry>[S]``, carried as its
+#: ``uint32[S, 2]`` key data): registered by ``_random`` for the PRNG
+#: primitives and for the primitives that move keys (slices, reshapes,
+#: calls, loops). Any other primitive on keys is refused.
+KEY_RULES: dict = {}
+#: The PRNG implementations whose keys tdf.jax translates.
+KEY_IMPLS = ("threefry2x32",)
 
 
 class UnsupportedPrimitiveError(TDFError):
@@ -93,7 +102,48 @@ def element_type(dtype, where: str = "") -> ir.Type:
     return ir.Type.parse(name)
 
 
+def is_key(dtype) -> bool:
+    """Whether ``dtype`` is a typed PRNG key dtype (``key<fry>``)."""
+    if isinstance(dtype, np.dtype):
+        return False
+    import jax
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def physical_aval(aval):
+    """``aval``, or for a PRNG key array its key data's (``uint32[S, 2]``
+    for ``key<fry>[S]``)."""
+    if not is_key(aval.dtype):
+        return aval
+    from jax._src import core
+    if not isinstance(aval, core.ShapedArray):  # a jax.ShapeDtypeStruct
+        aval = core.ShapedArray(tuple(aval.shape), aval.dtype)
+    return core.physical_aval(aval)
+
+
+def physical_value(value, aval):
+    """(array, aval) of a constant: a PRNG key array's key data."""
+    if not is_key(aval.dtype):
+        return np.asarray(value), aval
+    import jax
+    return np.asarray(jax.random.key_data(value)), physical_aval(aval)
+
+
+def check_dtype(dtype, where: str = "") -> None:
+    """Raises ``UnsupportedPrimitiveError`` when tdf.jax cannot represent
+    ``dtype`` (PRNG keys: those of :data:`KEY_IMPLS`)."""
+    if is_key(dtype):
+        impl = getattr(getattr(dtype, "_impl", None), "name", None)
+        if impl not in KEY_IMPLS:
+            raise UnsupportedPrimitiveError(
+                f"{where}unsupported dtype {dtype} (PRNG implementation {impl}; tdf.jax "
+                f"translates {', '.join(KEY_IMPLS)} keys)")
+        return
+    element_type(dtype, where)
+
+
 def tensor_type(aval, where: str = "") -> ir.RankedTensorType:
+    aval = physical_aval(aval)
     shape = tuple(int(s) for s in aval.shape)
     return ir.RankedTensorType.get(shape, element_type(aval.dtype, where))
 
@@ -202,7 +252,7 @@ class Translator:
         ``args`` at the current insertion point; returns its outputs."""
         from jax.extend import core as jcore
         if isinstance(jaxpr, jcore.ClosedJaxpr):
-            consts = [self.constant(np.asarray(c), v.aval) for c, v in
+            consts = [self.constant(*physical_value(c, v.aval)) for c, v in
                       zip(jaxpr.consts, jaxpr.jaxpr.constvars)]
             jaxpr = jaxpr.jaxpr
         env = {}
@@ -220,14 +270,10 @@ class Translator:
             fn = RULES.get(eqn.primitive.name)
             if fn is None:
                 raise self.unsupported("")
-            for var in list(eqn.invars) + list(eqn.outvars):
-                try:
-                    element_type(var.aval.dtype)
-                except UnsupportedPrimitiveError:
-                    raise self.unsupported(f"dtype {var.aval.dtype}") from None
+            self._check_dtypes(eqn)
             ins = [self._read(env, atom) for atom in eqn.invars]
             with self.location(eqn):
-                outs = fn(self, eqn, ins)
+                outs = self._key_rule(eqn, fn)(self, eqn, ins)
             self.stack.pop()
             if len(outs) != len(eqn.outvars):
                 raise TDFError(f"internal error: rule for {eqn.primitive.name} returned "
@@ -250,18 +296,33 @@ class Translator:
             for sub in _sub_jaxprs(eqn.params.values()):
                 self.check_dtypes(sub)
             self.eqn = eqn
-            for var in list(eqn.invars) + list(eqn.outvars):
-                try:
-                    element_type(var.aval.dtype)
-                except UnsupportedPrimitiveError:
-                    raise self.unsupported(f"dtype {var.aval.dtype}") from None
+            self._check_dtypes(eqn)
             self.stack.pop()
         self.eqn = outer
+
+    def _check_dtypes(self, eqn):
+        for var in list(eqn.invars) + list(eqn.outvars):
+            try:
+                check_dtype(var.aval.dtype)
+            except UnsupportedPrimitiveError as err:
+                raise self.unsupported(f"dtype {var.aval.dtype}"
+                                       + (": a PRNG key of another implementation"
+                                          if is_key(var.aval.dtype) else "")) from err
+
+    def _key_rule(self, eqn, fn):
+        """``fn``, or the rule of ``eqn`` on PRNG keys (:data:`KEY_RULES`)."""
+        keys = [v.aval.dtype for v in list(eqn.invars) + list(eqn.outvars) if is_key(v.aval.dtype)]
+        if not keys:
+            return fn
+        key_rule = KEY_RULES.get(eqn.primitive.name)
+        if key_rule is None:
+            raise self.unsupported(f"dtype {keys[0]}: this primitive on PRNG keys")
+        return key_rule
 
     def _read(self, env, atom):
         from jax.extend import core as jcore
         if isinstance(atom, jcore.Literal):
-            return self.constant(np.asarray(atom.val), atom.aval)
+            return self.constant(*physical_value(atom.val, atom.aval))
         return env[atom]
 
     # -- constants ----------------------------------------------------------
