@@ -161,6 +161,14 @@ def test_threefry_partitionable_flag():
     assert _as_array(want[0])[0].tobytes() != _as_array(fn(KEY)[0])[0].tobytes()
 
 
+def test_64_bit_seeds_bits_and_uniform_with_x64():
+    with jax.enable_x64(True):
+        check(lambda s: (jax.random.key(s), jax.random.PRNGKey(s)), np.int64(2**40 + 5))
+        check(lambda k: (jax.random.bits(k, (9,), jnp.uint64),
+                         jax.random.uniform(k, (9,), jnp.float64),
+                         jax.random.randint(k, (9,), -2**40, 2**40, jnp.int64)), KEY)
+
+
 # ------------------------------------------------------------ distributions
 
 

@@ -53,11 +53,11 @@ def _key_impl(tr, aval):
 
 def _traced(name, params, in_avals, make_fn):
     """The closed jaxpr of ``make_fn()`` applied to arrays of ``in_avals``
-    (physical avals), cached per primitive, parameters, avals and the PRNG
-    flags the implementation reads when traced."""
+    (physical avals), cached per primitive, parameters, avals and the flags
+    the implementation reads when traced (threefry_partitionable, x64)."""
     import jax
     from jax._src import config
-    flags = (bool(config.threefry_partitionable.value),)
+    flags = (bool(config.threefry_partitionable.value), bool(config.enable_x64.value))
     key = (name, params, tuple((tuple(a.shape), str(a.dtype)) for a in in_avals), flags)
     closed = _TRACES.get(key)
     if closed is None:
