@@ -117,7 +117,7 @@ def programs(tiny: bool) -> dict:
 def _tdf_figures(fn, args, donate, plan: bool) -> dict:
     jitted = tdf.jax.jit(fn, donate_argnums=donate, count_allocations=True, plan_memory=plan)
     out = jitted(*M._copy(args))
-    program = jitted.program(*args)
+    program = jitted.program(*M._copy(args))  # the same argument types as the calls
     del out  # frees the first call's results: the second call starts from zero
     program.reset_allocation_stats()
     out = jitted(*M._copy(args))

@@ -40,6 +40,7 @@ from . import (  # noqa: F401
     specialize_contractions,
     split_reductions,
     split_scf_blocks,
+    stack_small_buffers,
     strided_copies_to_loops,
     unown_opaque_results,
     vectorize_contractions,

@@ -115,7 +115,8 @@ def bufferize_pipeline(options: dict) -> str:
     """``tdf-check-sizes`` → ``tdf-donate`` → One-Shot Bufferize (function
     boundaries, identity-layout function signatures) → ``canonicalize, cse``
     → ``tdf-drop-donated-results`` → ``tdf-plan-memory`` → ownership-based
-    deallocation with ``tdf-unown-opaque-results`` around it. No leaks; the only copies left
+    deallocation with ``tdf-unown-opaque-results`` around it →
+    ``tdf-stack-small-buffers``. No leaks; the only copies left
     are the ones the safety rules force (a non-donated argument that is
     updated, an in-place operand that is still read later, an opaque call
     result).
@@ -125,7 +126,9 @@ def bufferize_pipeline(options: dict) -> str:
     (``tdf-lower-to-cpu`` turns it off: its first stage ran it);
     ``plan-memory`` (bool, default true): place the temporaries of each
     function in one arena per call and inside fresh results
-    (``tdf-plan-memory``; off, every buffer is its own allocation);
+    (``tdf-plan-memory``), and the deallocation's bookkeeping buffers on
+    the stack (``tdf-stack-small-buffers``); off, every buffer is its own
+    allocation;
     ``copy-before-write`` (bool, default false): the functional baseline --
     One-Shot Bufferize skips its analysis and copies before **every** write
     (nothing runs in place, donation buys nothing). Only for measuring what
@@ -145,7 +148,9 @@ def bufferize_pipeline(options: dict) -> str:
     passes = ["tdf-check-sizes"] if options["check-sizes"] else []
     passes += ["tdf-donate", one_shot_pass, "canonicalize", "cse", "tdf-drop-donated-results"]
     if options["plan-memory"]:
-        passes.append("tdf-plan-memory")
+        # canonicalize: a loop that now yields its own iter_arg drops it
+        # (ownership-based deallocation would clone the loop's result).
+        passes += ["tdf-plan-memory", "canonicalize"]
     if options["dealloc"]:
         passes += [
             "tdf-unown-opaque-results{phase=snapshot}",
@@ -158,6 +163,8 @@ def bufferize_pipeline(options: dict) -> str:
             "cse",
             "canonicalize",
         ]
+        if options["plan-memory"]:
+            passes.append("tdf-stack-small-buffers")
     return ", ".join(passes)
 
 

@@ -10,30 +10,38 @@ iteration to the next, no pointer escape) get offsets
 (:mod:`~tdf.passes.analysis.placement`: best fit over several greedy
 orders, 64-byte aligned) in
 
-* **the arena**: one ``memref.alloc`` of bytes at function entry, so a call
+* **the arena**: one ``memref.alloc`` of bytes at function entry (marked
+  ``tdf.arena``), so a call
   makes one allocation for all its temporaries, and an allocation inside a
   loop body moves out of the loop;
 * **a fresh result buffer** while the result is not live yet (as XLA places
   temporaries inside an output allocation): the result's allocation moves to
   function entry, as bytes, and the result becomes a view at offset 0.
 
-Each planned allocation becomes a ``memref.view`` of its bin. Deallocation
+A buffer an ``scf.for`` body computes for the next iteration is first
+copied into the iteration's own carried buffer at the end of the body
+(``tdf.passes._loop_carries``, as XLA keeps a while loop's state in one
+buffer), so that it too is an ordinary temporary. Each planned allocation
+becomes a ``memref.view`` of its bin. Deallocation
 (ownership-based, later in ``tdf-bufferize``) then frees the arena once, at
 the end of the call; the arena is allocated per call, so compiled functions
 stay safe to call from several threads at once. The plan is re-checked on
 the rewritten IR before the pass returns (an overlap would be an internal
 error, never a wrong answer). Allocations that stay their own: dynamic
-shapes, buffers carried across loop iterations, returned buffers (unless
-they host temporaries), ``i1`` buffers.
+shapes, buffers carried across loop iterations that could not be kept in
+one buffer, returned buffers (unless they host temporaries). (``i1``
+buffers are planned as bytes: ``tdf-widen-i1-memrefs`` retypes the views
+later, as numpy stores bool.)
 
 The function gets ``tdf.memory_plan``: ``arena`` (bytes), ``lower_bound``
-(the most bytes of its planned buffers and hosting results live at once:
-no placement does better), ``planned``, ``hosted`` (temporaries placed in
+(the most bytes of all its static buffers live at once, fresh results and
+allocations left alone included: no placement does better), ``planned``, ``hosted`` (temporaries placed in
 results), ``kept`` (allocations left alone), ``kept_bytes`` (their static
 bytes; dynamic ones count 0), ``dynamic`` (how many have a dynamic size),
 ``kept_in_loops`` (static bytes of allocations left alone inside loops:
 two iterations' worth can be live at once), ``results`` (bytes of fresh
-result buffers), ``hosts`` (bytes of the results holding temporaries). ``tdf.compile``'s ``memory_analysis()`` reads it.
+result buffers), ``hosts`` (bytes of the results holding temporaries),
+``carried`` (loop-carried buffers now kept in one buffer per loop). ``tdf.compile``'s ``memory_analysis()`` reads it.
 
 Option ``remarks`` (default false): a remark per allocation with its size,
 interval and offset (or why it keeps its own allocation).
@@ -65,7 +73,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ..vocabulary import MEMORY_PLAN_ATTR
+from ..vocabulary import ARENA_ATTR, MEMORY_PLAN_ATTR
+from ._loop_carries import carry_in_place
 from .analysis.buffers import LOOPS, Buffer, function_buffers
 from .analysis.placement import ALIGNMENT, Block, Host, Placement, check, lower_bound, place
 from .ir_utils import function_bodies
@@ -80,10 +89,13 @@ def _i64(n: int) -> ir.Attribute:
 
 
 def _byte_buffer(size: int, entry) -> ir.Value:
-    """``memref.alloc() : memref<size x i8>`` at the start of ``entry``."""
+    """``memref.alloc() {tdf.arena} : memref<size x i8>`` at the start of
+    ``entry``."""
     with ir.InsertionPoint.at_block_begin(entry):
         mtype = ir.MemRefType.get([size], ir.IntegerType.get_signless(8))
-        return memref.AllocOp(mtype, [], [], alignment=_i64(ALIGNMENT).value).result
+        alloc = memref.AllocOp(mtype, [], [], alignment=_i64(ALIGNMENT).value)
+        alloc.attributes[ARENA_ATTR] = ir.UnitAttr.get()
+        return alloc.result
 
 
 def _as_view(buffer: Buffer, base: ir.Value, offset: int) -> None:
@@ -106,6 +118,16 @@ def _in_loop(op: ir.Operation) -> bool:
     return False
 
 
+def _whole_block(buffer: Buffer) -> Block:
+    """A buffer left alone, as a block for the lower bound: a fresh result
+    from its allocation to the end; a loop-carried one twice (the iteration
+    reading it and the one writing the next)."""
+    size = buffer.size or 0
+    if not buffer.result and _in_loop(buffer.op):
+        size *= 2
+    return Block(size, buffer.start, buffer.end, buffer.name)
+
+
 def _remark(ctx, buffer: Buffer, where: str) -> None:
     size = "dynamic size" if buffer.size is None else f"{buffer.size} bytes"
     ctx.remark(buffer.op, f"{buffer.name}: {size}, live [{buffer.start}, {buffer.end}]: {where}")
@@ -116,6 +138,9 @@ def plan_function(func: ir.Operation, opaque: set, ctx: PassContext | None = Non
     """Plans and rewrites one function; returns the plan's figures (the
     ``tdf.memory_plan`` entries) or None when the function is not planned
     (several blocks)."""
+    if len(func.regions[0].blocks) != 1:
+        return None
+    carried = carry_in_place(func, opaque)
     found = function_buffers(func, opaque)
     if found is None:
         return None
@@ -131,7 +156,7 @@ def plan_function(func: ir.Operation, opaque: set, ctx: PassContext | None = Non
     used_hosts = sorted({bin_ for bin_, _ in placement.where if bin_ >= 0})
     figures = {
         "arena": placement.arena,
-        "lower_bound": lower_bound(blocks, [hosts[h] for h in used_hosts]),
+        "lower_bound": lower_bound(blocks + [_whole_block(b) for b in kept if b.size]),
         "planned": len(temps),
         "hosted": sum(1 for bin_, _ in placement.where if bin_ >= 0),
         "kept": len(kept),
@@ -140,6 +165,7 @@ def plan_function(func: ir.Operation, opaque: set, ctx: PassContext | None = Non
         "dynamic": sum(1 for b in found.buffers if b.size is None),
         "results": sum(b.size or 0 for b in results),
         "hosts": sum(hosts[h].size for h in used_hosts),
+        "carried": carried,
     }
     if remarks and ctx is not None:
         for buffer, (bin_, offset) in zip(temps, placement.where):

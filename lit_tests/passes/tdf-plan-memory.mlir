@@ -5,8 +5,8 @@
 // not live yet), the second in the arena; one allocation each.
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: tdf.memory_plan = {arena = 256 : i64, {{.*}}hosted = 1 : i64, hosts = 256 : i64, kept = 1 : i64, {{.*}}lower_bound = 512 : i64, planned = 2 : i64
-// CHECK: %[[HOST:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256xi8>
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256xi8>
+// CHECK: %[[HOST:.*]] = memref.alloc() {alignment = 64 : i64, tdf.arena} : memref<256xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, tdf.arena} : memref<256xi8>
 // CHECK: %[[A:.*]] = memref.view %[[HOST]][%{{.*}}][] : memref<256xi8> to memref<64xf32>
 // CHECK: linalg.exp ins(%{{.*}} : memref<64xf32>) outs(%[[A]] : memref<64xf32>)
 // CHECK: %[[B:.*]] = memref.view %[[ARENA]][%{{.*}}][] : memref<256xi8> to memref<64xf32>
@@ -33,7 +33,7 @@ func.func @chain(%x: memref<64xf32>) -> memref<64xf32> {
 // is written, so %d (allocated after) takes %a's offset, not %b's or %c's.
 // CHECK-LABEL: func.func @reuse_after_last_use
 // CHECK-SAME: arena = 192 : i64
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<192xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, tdf.arena} : memref<192xi8>
 // CHECK-COUNT-4: memref.view %[[ARENA]]
 // REMARK: tdf-plan-memory.mlir:[[# @LINE + 5]]:{{.*}}: 64 bytes, live [0, 5]: arena + 0
 // REMARK: tdf-plan-memory.mlir:[[# @LINE + 6]]:{{.*}}: 64 bytes, live [2, 7]: arena + 64
@@ -79,7 +79,7 @@ func.func @negative_view_extends_lifetime(%x: memref<16xf32>, %out: memref<8xf32
 // A per-iteration buffer of a loop body moves into the arena, allocated once
 // at function entry.
 // CHECK-LABEL: func.func @loop_body_buffer
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, tdf.arena} : memref<64xi8>
 // CHECK: scf.for
 // CHECK-NOT: memref.alloc
 // CHECK: memref.view %[[ARENA]]
@@ -97,17 +97,25 @@ func.func @loop_body_buffer(%x: memref<16xf32>, %out: memref<16xf32>, %n: index)
 
 // -----
 
-// negative_: a buffer yielded to the next iteration keeps its own allocation
-// (the iteration reading it and the one writing the next must not share).
-// CHECK-LABEL: func.func @negative_loop_carried
-// CHECK: scf.for
-// CHECK: memref.alloc() : memref<16xf32>
-// CHECK: scf.yield
-// REMARK: remark: %alloc: 64 bytes, live [{{.*}}]: own allocation (carried from one loop iteration to the next)
-func.func @negative_loop_carried(%x: memref<16xf32>, %n: index, %out: memref<16xf32>) {
+// A buffer yielded to the next iteration is copied into the iteration's own
+// carried buffer at the end of the body (the loop starts from %init, which
+// nothing reads after the loop starts): the per-iteration buffer is then a
+// temporary of the arena, and the carried state lives in %init all along.
+// CHECK-LABEL: func.func @loop_carried_in_one_buffer
+// CHECK-SAME: carried = 1 : i64
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, tdf.arena} : memref<128xi8>
+// CHECK: %[[INIT:.*]] = memref.view %[[ARENA]]
+// CHECK: scf.for {{.*}} iter_args(%[[H:.*]] = %[[INIT]])
+// CHECK: %[[NEW:.*]] = memref.view %[[ARENA]]
+// CHECK: linalg.exp ins(%[[H]] : memref<16xf32>) outs(%[[NEW]] : memref<16xf32>)
+// CHECK: memref.copy %[[NEW]], %[[H]]
+// CHECK: scf.yield %[[H]]
+func.func @loop_carried_in_one_buffer(%x: memref<16xf32>, %n: index, %out: memref<16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %x) -> (memref<16xf32>) {
+  %init = memref.alloc() : memref<16xf32>
+  memref.copy %x, %init : memref<16xf32> to memref<16xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %init) -> (memref<16xf32>) {
     %t = memref.alloc() : memref<16xf32>
     linalg.exp ins(%h : memref<16xf32>) outs(%t : memref<16xf32>)
     scf.yield %t : memref<16xf32>
@@ -118,12 +126,36 @@ func.func @negative_loop_carried(%x: memref<16xf32>, %n: index, %out: memref<16x
 
 // -----
 
-// negative_: dynamic sizes, i1 buffers and buffers passed to an opaque callee
-// (a body-less function returning memrefs may keep them) are left alone.
+// negative_: the previous state is also yielded (at position 1), so it must
+// survive the iteration: the new state keeps a buffer per iteration.
+// CHECK-LABEL: func.func @negative_loop_carried
+// CHECK-SAME: carried = 0 : i64
+// CHECK: scf.for
+// CHECK: memref.alloc() : memref<16xf32>
+// CHECK: scf.yield
+// REMARK: remark: %alloc: 64 bytes, live [{{.*}}]: own allocation (carried from one loop iteration to the next)
+func.func @negative_loop_carried(%x: memref<16xf32>, %n: index, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%h = %x, %prev = %x) -> (memref<16xf32>, memref<16xf32>) {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.exp ins(%h : memref<16xf32>) outs(%t : memref<16xf32>)
+    scf.yield %t, %h : memref<16xf32>, memref<16xf32>
+  }
+  linalg.add ins(%r#0, %r#1 : memref<16xf32>, memref<16xf32>) outs(%out : memref<16xf32>)
+  return
+}
+
+// -----
+
+// negative_: dynamic sizes and buffers passed to an opaque callee (a
+// body-less function returning memrefs may keep them) are left alone; an i1
+// buffer is planned (as bytes).
 // CHECK-LABEL: func.func @negative_kept
 // CHECK-SAME: dynamic = 1 : i64
-// CHECK-SAME: kept = 3 : i64
-// CHECK-SAME: planned = 0 : i64
+// CHECK-SAME: kept = 2 : i64
+// CHECK-SAME: planned = 1 : i64
+// CHECK: memref.view {{.*}} to memref<4xi1>
 // CHECK-NOT: memref.view
 // CHECK: return
 func.func private @keep(memref<4xf32>) -> memref<4xf32>
@@ -142,7 +174,7 @@ func.func @negative_kept(%n: index, %x: memref<4xf32>) -> memref<4xf32> {
 // %v, written while %r is read, gets bytes of its own. (The two branches'
 // buffers could share bytes; the plan does not look at that yet.)
 // CHECK-LABEL: func.func @branch_result_extends_lifetime
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<192xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, tdf.arena} : memref<192xi8>
 // CHECK: scf.if
 // CHECK: memref.view %[[ARENA]]
 // CHECK: } else {

@@ -190,7 +190,7 @@ def _identity_layout(mtype) -> bool:
     if not isinstance(layout, ir.AffineMapAttr):
         return False
     amap = layout.value
-    return amap == ir.AffineMap.get_identity(amap.n_dims)
+    return amap == ir.AffineMap.get_identity(amap.n_dims, context=amap.context)
 
 
 def _placement_problem(alloc: ir.Operation, entry) -> str | None:
@@ -202,9 +202,6 @@ def _placement_problem(alloc: ir.Operation, entry) -> str | None:
         return "non-identity layout"
     if element_nbytes(mtype.element_type) is None:
         return f"element type {mtype.element_type}"
-    if isinstance(mtype.element_type, ir.IntegerType) and ir.IntegerType(
-            mtype.element_type).width == 1:
-        return "i1 elements (widened to bytes later)"
     if mtype.memory_space is not None:
         return "non-default memory space"
     op = alloc

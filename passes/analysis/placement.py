@@ -12,8 +12,8 @@ share a byte.
 :func:`place` is greedy: blocks in one order, each at the lowest-waste gap
 that fits among the blocks already placed in a bin and live with it (best
 fit), at an offset aligned to 64 bytes (16 to 32 for smaller buffers). Like XLA's heap simulator, it tries several orders (by size, then by
-start, by end or by lifetime length; by lifetime, then size) and keeps the
-one with the smallest arena. :func:`lower_bound` is the largest sum of live
+start, by end or by lifetime length; by lifetime, then size; by size times
+lifetime; by end, latest first) and keeps the one with the smallest arena. :func:`lower_bound` is the largest sum of live
 bytes at any point of the schedule (no placement does better);
 :func:`check` verifies a placement from scratch.
 """
@@ -145,6 +145,8 @@ _ORDERS = (
     lambda b: (-b.size, -b.end),
     lambda b: (-b.size, b.start - b.end),
     lambda b: (b.start - b.end, -b.size),
+    lambda b: (-b.size * (b.end - b.start + 1), b.start),
+    lambda b: (-b.end, -b.size),
 )
 
 
@@ -173,14 +175,14 @@ def place(blocks: list[Block], hosts: Sequence[Host] = ()) -> Placement:
 
 
 def lower_bound(blocks: Sequence[Block], hosts: Sequence[Host] = ()) -> int:
-    """The most bytes live at once (blocks and hosts, each rounded up to its
-    :func:`alignment`): no placement needs less."""
+    """The most bytes live at once (blocks and hosts, each rounded up to
+    :data:`MIN_ALIGNMENT`, as every offset is): no placement needs less."""
     events: list[tuple[int, int]] = []
     for size, start, end in [(b.size, b.start, b.end) for b in blocks] + \
             [(h.size, h.start, h.end) for h in hosts]:
         if size:
-            events.append((start, align(size, alignment(size))))
-            events.append((end + 1, -align(size, alignment(size))))
+            events.append((start, align(size, MIN_ALIGNMENT)))
+            events.append((end + 1, -align(size, MIN_ALIGNMENT)))
     live = peak = 0
     for _, delta in sorted(events):
         live += delta

@@ -19,8 +19,10 @@ the function's signature:
 
 and tdf's own: ``arena_size_in_bytes``, ``host_size_in_bytes`` (the
 fresh results that hold temporaries before they are written),
-``lower_bound_in_bytes`` (the most bytes of the planned buffers and those
-results live at once: no placement needs less than that for them),
+``lower_bound_in_bytes`` (the most bytes of the function's own buffers --
+temporaries, fresh results, allocations the planner left alone -- live at
+once: no placement of them needs less; ``peak / lower bound − 1`` is the
+fragmentation ``str()`` shows),
 ``allocations_per_call`` (the arena, fresh results and kept allocations
 outside loops) and ``exact`` (False when a size is dynamic: the figures then
 leave out what is only known at run time).
@@ -60,8 +62,7 @@ class MemoryAnalysis:
     def __str__(self) -> str:
         kib = lambda n: f"{n / 1024:.1f} KiB"  # noqa: E731
         bound = self.lower_bound_in_bytes
-        planned = self.arena_size_in_bytes + self.host_size_in_bytes
-        frag = f"{(planned / bound - 1) * 100:.1f}%" if bound else "-"
+        frag = f"{(self.peak_memory_in_bytes / bound - 1) * 100:.1f}%" if bound else "-"
         return (f"peak {kib(self.peak_memory_in_bytes)} = temp {kib(self.temp_size_in_bytes)}"
                 f" + output {kib(self.output_size_in_bytes)} - alias "
                 f"{kib(self.alias_size_in_bytes)}; arena {kib(self.arena_size_in_bytes)} + results "

@@ -30,7 +30,7 @@ __all__ = [
     "DONATE_ATTR", "WRITABLE_ATTR", "ACCESS_ATTR", "INPLACE_OPERANDS_ATTR", "RETURNED_ARGS_ATTR",
     "ELEMENTWISE_ATTR", "INPLACE_OK_ATTR", "INPLACE_VARIANT_ATTR", "INPLACE_OF_ATTR",
     "INPLACE_INDICES_ATTR", "STRIDED_OF_ATTR", "TRANSFER_ATTR", "RUNTIME_SITES_ATTR",
-    "EMIT_C_INTERFACE_ATTR", "MEMORY_PLAN_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
+    "EMIT_C_INTERFACE_ATTR", "MEMORY_PLAN_ATTR", "ARENA_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
     "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
     "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GET_FP_MODE", "SET_FP_MODE",
     "PARALLEL_TASKS", "SORT", "CPU_ONLY_FUNCTIONS", "RUNTIME_FUNCTIONS",
@@ -86,6 +86,8 @@ RETURNED_ARGS_ATTR = "tdf.returned_args"
 #: Function attribute: the figures of ``tdf-plan-memory``'s plan (arena bytes,
 #: lifetime lower bound, planned and kept allocations, ...).
 MEMORY_PLAN_ATTR = "tdf.memory_plan"
+#: Allocation attribute: the arena (or a result's bytes) of ``tdf-plan-memory``.
+ARENA_ATTR = "tdf.arena"
 #: Kernel attribute: the body is one parallel loop (any operand may be written
 #: in place of any input it reads at the same index).
 ELEMENTWISE_ATTR = "tdf.elementwise"

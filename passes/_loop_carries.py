@@ -1,0 +1,129 @@
+"""Loop-carried buffers kept in one buffer for the whole loop (part of
+``tdf-plan-memory``).
+
+With ``allow-return-allocs-from-loops`` One-Shot Bufferize gives an
+``scf.for`` body that computes a new value of an iter_arg a fresh buffer per
+iteration, yielded to the next one (and the previous one freed there): one
+allocation per step, and the planner cannot put such a buffer in the arena
+(the iteration reading it and the one writing the next would share it). As
+XLA does for a while loop's carried state, the value is instead copied into
+the iter_arg's own buffer at the end of the iteration, and that buffer is
+yielded: the per-iteration buffer is then an ordinary temporary (the arena
+holds it) and the carried state lives in one buffer for the whole loop.
+
+Conditions, for iter_arg *k* of an ``scf.for`` whose body yields at position
+*k* a ``memref.alloc`` of the body (with the iter_arg's static, identity
+type), used by that yield once:
+
+* the iter_arg (and every alias of it) is only read and written in the
+  iteration: not yielded, not returned, no pointer escape -- so the copy,
+  just before the yield, comes after its last use;
+* the buffer the loop starts from is one the function may overwrite: an
+  allocation of the same block that nothing uses after the loop starts
+  (no views of it, no ops with regions using it); otherwise a fresh
+  buffer is allocated before the loop and the initial value copied into it
+  (one copy per call instead of one allocation per step).
+
+Before::
+
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %init) -> (memref<4xf32>) {
+      %new = memref.alloc() : memref<4xf32>
+      linalg.exp ins(%h : memref<4xf32>) outs(%new : memref<4xf32>)
+      scf.yield %new : memref<4xf32>
+    }
+
+After::
+
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %init) -> (memref<4xf32>) {
+      %new = memref.alloc() : memref<4xf32>
+      linalg.exp ins(%h : memref<4xf32>) outs(%new : memref<4xf32>)
+      memref.copy %new, %h : memref<4xf32> to memref<4xf32>
+      scf.yield %h : memref<4xf32>
+    }
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import memref
+
+from .analysis.buffers import VIEW_OPS, aliases
+from .ir_utils import collect_ops, defining_op, op_key
+
+__all__ = ["carry_in_place"]
+
+
+def _plain(mtype) -> bool:
+    layout = mtype.layout
+    return (mtype.has_static_shape and isinstance(layout, ir.AffineMapAttr)
+            and layout.value == ir.AffineMap.get_identity(layout.value.n_dims, context=layout.context)
+            and mtype.memory_space is None)
+
+
+def _yielded_alloc(loop, k: int, body):
+    """The ``memref.alloc`` of ``body`` the loop yields at position ``k``
+    (used once by the yield), or None."""
+    yielded = body.operations[len(body.operations) - 1].operands[k]
+    alloc = defining_op(yielded)
+    if alloc is None or alloc.name != "memref.alloc" or alloc.block != body:
+        return None
+    if yielded.type != body.arguments[k + 1].type or not _plain(ir.MemRefType(yielded.type)):
+        return None
+    in_yield = [u for u in yielded.uses if u.owner.operation.name == "scf.yield"]
+    return alloc if len(in_yield) == 1 else None
+
+
+def _reusable_init(loop, k: int):
+    """The loop's initial buffer at position ``k`` when the loop may write
+    it: an allocation of the loop's block, of the same type, used (directly,
+    no views) by the loop and by ops before it only."""
+    init = loop.operands[3 + k]
+    alloc = defining_op(init)
+    if alloc is None or alloc.name != "memref.alloc" or alloc.block != loop.block:
+        return None
+    if init.type != loop.results[k].type:
+        return None
+    before = set()
+    for op in loop.block.operations:
+        if op.operation == loop:
+            break
+        before.add(op_key(op))
+    for use in init.uses:
+        owner = use.owner.operation
+        if owner == loop:
+            continue
+        if op_key(owner) not in before or owner.name in VIEW_OPS or len(owner.regions):
+            return None
+    return init
+
+
+def _carry(loop, k: int, opaque: set) -> bool:
+    body = loop.regions[0].blocks[0]
+    alloc = _yielded_alloc(loop, k, body)
+    if alloc is None:
+        return False
+    state = body.arguments[k + 1]
+    _, loops, escapes = aliases(state, opaque)
+    if loops or escapes:
+        return False
+    if _reusable_init(loop, k) is None:
+        with ir.InsertionPoint(loop), loop.location:
+            fresh = memref.AllocOp(ir.MemRefType(state.type), [], [], alignment=64).result
+            memref.CopyOp(loop.operands[3 + k], fresh)
+        loop.operands[3 + k] = fresh
+    terminator = body.operations[len(body.operations) - 1]
+    with ir.InsertionPoint(terminator), terminator.location:
+        memref.CopyOp(alloc.results[0], state)
+    terminator.operands[k] = state
+    return True
+
+
+def carry_in_place(func, opaque: set) -> int:
+    """Rewrites the loop-carried buffers of ``func`` (see the module doc);
+    returns how many."""
+    count = 0
+    for loop in collect_ops(func, "scf.for"):
+        for k in range(len(loop.results)):
+            if isinstance(loop.results[k].type, ir.MemRefType) and _carry(loop, k, opaque):
+                count += 1
+    return count
