@@ -37,6 +37,7 @@ from . import (  # noqa: F401
     plan_memory,
     rescale_subnormal_math,
     scalarize_loop_carried,
+    schedule_for_memory,
     specialize_contractions,
     split_reductions,
     split_scf_blocks,

@@ -247,7 +247,7 @@ STRICT_CHECK = "tdf-verify-inplace{strict=true donations=true}"
 
 def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
                   fuse_kernels: bool = True, blas: bool = False,
-                  split_reductions: bool = True) -> list[str]:
+                  split_reductions: bool = True, schedule: bool = True) -> list[str]:
     """The first stage of the CPU pipeline: ``tdf-check-sizes`` (before
     anything that could abort on an overflowing shape),
     ``tdf-scalarize-loop-carried``, then
@@ -255,6 +255,7 @@ def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
     ``tdf-specialize-contractions`` before the fusion when ``blas`` (so
     that contractions stay BLAS contractions), then
     ``tdf-split-reductions`` (``split_reductions``), then
+    ``tdf-schedule-for-memory`` (``schedule``), then
     ``tdf-insert-inplace`` unless ``inplace`` is off or
     ``copy_before_write`` is on."""
     passes = ["tdf-check-sizes",  # before tdf-insert-inplace too
@@ -266,6 +267,8 @@ def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
         passes.insert(at, "tdf-specialize-contractions")
     if split_reductions:
         passes.append("tdf-split-reductions")
+    if schedule:
+        passes.append("tdf-schedule-for-memory")
     if inplace and not copy_before_write:
         passes.append("tdf-insert-inplace")
     return passes
@@ -290,7 +293,9 @@ CPU_OPTIONS = [
                "Large loop nests on `threads` threads (tdf-parallelize + the async runtime, "
                "libmlir_async_runtime.so, which tdf.compile loads)"),
     PassOption("plan-memory", bool, True,
-               "One arena per call for the temporaries of each function (tdf-plan-memory)"),
+               "Ops that free a large temporary run as early as they can "
+               "(tdf-schedule-for-memory); one arena per call for the temporaries of each "
+               "function (tdf-plan-memory)"),
     PassOption("split-reductions", bool, True,
                "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
     PassOption("fuse-kernels", bool, True,
@@ -322,7 +327,7 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     copy_before_write = values["copy-before-write"]
     stages = [("inplace", inplace_stage(values["inplace"], copy_before_write,
                                         values["fuse-kernels"], values["blas"],
-                                        values["split-reductions"]))]
+                                        values["split-reductions"], values["plan-memory"]))]
     if values["strict"]:
         stages.append(("strict", [STRICT_CHECK]))
     # tdf-check-sizes ran first in the inplace stage.

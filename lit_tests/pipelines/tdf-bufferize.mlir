@@ -54,13 +54,15 @@ func.func @negative_row_update_not_donated(%cache: tensor<8x4xf32>, %row: tensor
   return %new : tensor<8x4xf32>
 }
 
-// An intermediate is freed, the returned result is not (the caller owns it).
+// An intermediate (in the call's arena, tdf-plan-memory) is freed, the
+// returned result is not (the caller owns it).
 // CHECK-LABEL: func.func @fresh_result_no_leak
-// CHECK: %[[T:.*]] = memref.alloc
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, tdf.arena} : memref<64xi8>
+// CHECK: %[[T:.*]] = memref.view %[[ARENA]]
 // CHECK: call @add(%{{.*}}, %{{.*}}, %[[T]])
 // CHECK: %[[R:.*]] = memref.alloc
 // CHECK: call @add(%[[T]], %[[T]], %[[R]])
-// CHECK: memref.dealloc %[[T]]
+// CHECK: memref.dealloc %[[ARENA]]
 // CHECK-NOT: memref.dealloc %[[R]]
 // CHECK: return %[[R]]
 // NODEALLOC-LABEL: func.func @fresh_result_no_leak
