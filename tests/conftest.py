@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
-import tdf
+# The compilation cache (tdf.cache) is off for the suite, and for every
+# process it starts, so that a developer's cache never changes a result and
+# CI never depends on a previous run; tests/test_cache.py gives each test its
+# own directory. TDF_TEST_CACHE=1 runs the suite through a fresh cache of its
+# own instead (a program compiled twice is then loaded the second time).
+if os.environ.get("TDF_TEST_CACHE", "") not in ("", "0"):
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="tdf-test-cache-")
+    atexit.register(shutil.rmtree, _SESSION_CACHE, True)
+    os.environ["TDF_CACHE_DIR"] = _SESSION_CACHE
+else:
+    os.environ["TDF_CACHE_DIR"] = ""
+
+import tdf  # noqa: E402
 
 # in-place rewrite off and on (tdf-insert-inplace).
 INPLACE_MODES = [

@@ -114,6 +114,29 @@ int optParse(MlirContext registryContext, const std::vector<std::string> &args,
 /// the exit code.
 int optRun(const OptContextFactory &factory);
 
+/// Object code linked into the process by loadObject (ObjectLoader.cpp).
+struct LoadedObject;
+
+/// Links `object` (a relocatable object the MLIR ExecutionEngine compiled)
+/// into the process: `symbols` are defined at the given addresses, the
+/// other undefined symbols resolve in `libraries` and then in the process.
+/// On success returns the loaded code (alive until releaseObject) and the
+/// address of each name of `lookups` in `addresses`; on failure returns null
+/// and sets `error`. Never aborts on a bad object.
+LoadedObject *
+loadObject(const std::string &object,
+           const std::vector<std::pair<std::string, uint64_t>> &symbols,
+           const std::vector<std::string> &libraries,
+           const std::vector<std::string> &lookups,
+           std::vector<uint64_t> &addresses, std::string &error);
+
+/// Frees the code of a loadObject result.
+void releaseObject(LoadedObject *object);
+
+/// The host as the code generator sees it: the process triple, the CPU name
+/// and its sorted feature list (`+avx2,-avx512f,...`).
+std::string hostCPU();
+
 } // namespace tdfpy
 
 #endif // TDF_PYTHON_BRIDGE_H

@@ -16,6 +16,8 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <stdexcept>
+
 namespace nb = nanobind;
 
 namespace tdfpy {
@@ -105,6 +107,61 @@ void releaseOptContext(void *, void *handle) {
   nb::handle(static_cast<PyObject *>(handle)).dec_ref();
 }
 
+/// Object code of a cached program linked into the process (ObjectLoader.cpp):
+/// the code lives as long as this object.
+class LoadedObjectHandle {
+public:
+  explicit LoadedObjectHandle(tdfpy::LoadedObject *object) : object(object) {}
+  LoadedObjectHandle(const LoadedObjectHandle &) = delete;
+  LoadedObjectHandle &operator=(const LoadedObjectHandle &) = delete;
+  ~LoadedObjectHandle() { tdfpy::releaseObject(object); }
+
+private:
+  tdfpy::LoadedObject *object;
+};
+
+void registerObjectLoader(nb::module_ &m) {
+  nb::class_<LoadedObjectHandle>(
+      m, "LoadedObject",
+      "Object code linked by load_object; freed with this object.");
+  m.def(
+      "load_object",
+      [](nb::bytes object,
+         const std::vector<std::pair<std::string, uint64_t>> &symbols,
+         const std::vector<std::string> &libraries,
+         const std::vector<std::string> &lookups) {
+        std::string bytes(object.c_str(), object.size());
+        std::vector<uint64_t> addresses;
+        std::string error;
+        tdfpy::LoadedObject *loaded;
+        {
+          nb::gil_scoped_release release;
+          loaded = tdfpy::loadObject(bytes, symbols, libraries, lookups,
+                                     addresses, error);
+        }
+        if (!loaded) {
+          // The message may quote bytes of a damaged object: keep it ASCII.
+          for (char &c : error)
+            if (static_cast<unsigned char>(c) >= 0x80 ||
+                (c < 0x20 && c != '\n'))
+              c = '?';
+          throw std::runtime_error("cannot load the cached object: " + error);
+        }
+        auto *handle = new LoadedObjectHandle(loaded);
+        return nb::make_tuple(nb::cast(handle, nb::rv_policy::take_ownership),
+                              addresses);
+      },
+      nb::arg("object"), nb::arg("symbols"), nb::arg("libraries"),
+      nb::arg("lookups"),
+      "Links a relocatable object compiled by the MLIR ExecutionEngine into "
+      "the process: `symbols` (name, address) are defined, other symbols "
+      "resolve in `libraries` and then the process. Returns (LoadedObject, "
+      "[address of each name of `lookups`]); RuntimeError when it cannot.");
+  m.def("host_cpu", &tdfpy::hostCPU,
+        "The process triple, host CPU name and sorted CPU features, as "
+        "LLVM's code generator sees them.");
+}
+
 } // namespace
 
 NB_MODULE(_tdf, m) {
@@ -113,6 +170,7 @@ NB_MODULE(_tdf, m) {
   tdfpy::registerMathPasses();
   tdfpy::registerRuntime(m);
   tdfpy::registerBlas(m);
+  registerObjectLoader(m);
 
   m.def(
       "register_dialect",

@@ -48,6 +48,7 @@ import os
 from mlir import ir
 
 from . import blas as _blas
+from . import cache as _cache
 from . import jit_symbols
 from . import report as _report
 from . import timing as _timing
@@ -411,6 +412,15 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         "alloc-checks": True, "blas": blas, "threads": threads if parallel else num_threads or 0,
         "parallel": parallel, "plan-memory": plan_memory}))
     timer = _timing.CompileTimer(_timing.enabled(timing))
+    # The persistent cache (tdf.cache): what the Program holds must also be
+    # in its entry (Request.store), so that a hit gives the same Program.
+    cached, program, text_or_module = _cache.lookup(text_or_module, filename, {
+        "stages": repr(stages), "opt_level": opt_level, "shared_libs": shared_libs,
+        "count_allocations": count_allocations, "flush_denormals": flush_denormals,
+        "parallel": parallel, "runtime_libs": jit_symbols.runtime_libs()}, shared_libs, timer)
+    if program is not None:
+        timer.print()
+        return program
     with timer.stage("parse"):
         module = parse_program(text_or_module, filename, "tdf.compile")
     context = module.context
@@ -456,4 +466,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         for name, (params, results) in entries.items()}
     for fn in functions.values():
         fn.flush_denormals = flush_denormals
-    return Program(functions, report, engine, llvm_ir, buffer_ir, context, counter, memory)
+    program = Program(functions, report, engine, llvm_ir, buffer_ir, context, counter, memory)
+    if cached is not None:
+        cached.store(program, engine, sites, jit_symbols.runtime_libs() + shared_libs)
+    report.cache = cached.status if cached is not None else "off"
+    return program

@@ -120,6 +120,15 @@ class Report:
     returned_args: dict = field(default_factory=dict)
     copy_before_write: bool = False
     fused_calls: list = field(default_factory=list)
+    #: What the compilation cache (:mod:`tdf.cache`) did: ``"hit: ..."``
+    #: when the program was loaded from it, ``"miss: ..."`` when compiled,
+    #: ``"off"``; empty for a report not made by ``tdf.compile``.
+    cache: str = ""
+
+    @property
+    def from_cache(self) -> bool:
+        """True when the program was loaded from the compilation cache."""
+        return self.cache.startswith("hit")
 
     def bytes_allocated(self, function: str | None = None) -> int:
         """Static bytes allocated per call (allocations in loops count once)."""
@@ -146,6 +155,8 @@ class Report:
         lines.append("bytes allocated per call (static count of the final IR):")
         for name in functions:
             lines += self._allocation_lines(name)
+        if self.cache:
+            lines.append(f"compilation cache: {self.cache}")
         return "\n".join(lines)
 
     def _allocation_lines(self, name: str) -> list[str]:

@@ -76,7 +76,7 @@ class _Signature:
         # Each output is ("result", k) of the compiled function, ("arg", i)
         # of the flattened inputs, ("const", i) of the closed jaxpr's consts
         # or ("literal", value).
-        from jax.extend import core as jcore
+        from jax._src import core as jcore  # not jax.extend: its import loads Pallas (~30 ms)
         positions = {v: i for i, v in enumerate(jaxpr.invars)}
         const_positions = {v: i for i, v in enumerate(jaxpr.constvars)}
         self.outputs, self.results = [], []
@@ -103,18 +103,42 @@ class Lowered:
     """The imported program of one input signature: :meth:`as_text` is the
     MLIR, :meth:`compile` the :class:`tdf.compiler.Program`."""
 
-    def __init__(self, signature: _Signature, module: ir.Module, context, name: str):
+    def __init__(self, signature: _Signature, module: ir.Module | None, context, name: str,
+                 where=None):
         self._signature = signature
+        # Translated on first use when None: a compilation cache hit never is.
         self._module = module
         self._context = context
+        self._where = where  # the call site: the fallback location of the translation
+        self._build_lock = threading.Lock()
         self.name = name
         self._compiled: dict[tuple, object] = {}  # (strict, options) -> compiled program
         self._default = None
 
+    def _built(self) -> ir.Module:
+        with self._build_lock:
+            if self._module is None:
+                self._module, self._context = _build_module(self._signature, self.name,
+                                                            self._where)
+        return self._module
+
     def as_text(self, debug_info: bool = False) -> str:
         """The imported MLIR (``func.func @main``; ``debug_info`` adds the
         user source locations of every op)."""
-        return self._module.operation.get_asm(enable_debug_info=debug_info)
+        return self._built().operation.get_asm(enable_debug_info=debug_info)
+
+    def _program_input(self, options: dict):
+        """What :func:`tdf.compile` gets: with the compilation cache on, a
+        :class:`tdf.cache.Source` keyed by the jaxpr
+        (:mod:`tdf.jax._cache_key`), translated only on a cache miss; else
+        (or for an unkeyable program) the text."""
+        from .. import cache
+        if options.get("target", "cpu") == "cpu" and cache.cache_dir() is not None:
+            from ._cache_key import program_key
+            key = program_key(self._signature, self.name, self._where)
+            if key is not None:
+                return cache.Source(key, lambda: self.as_text(debug_info=True))
+        return self.as_text(debug_info=True)
 
     def compile(self, strict: bool = False, **options):
         """Compiles with :func:`tdf.compile` (``options`` are passed on);
@@ -125,7 +149,7 @@ class Lowered:
         program = self._compiled.get(key)
         if program is None:
             from ..compiler import compile as tdf_compile
-            program = tdf_compile(self.as_text(debug_info=True), filename=self.name, **options)
+            program = tdf_compile(self._program_input(options), filename=self.name, **options)
             if strict:
                 _check_strict(program)
             self._compiled[key] = program
@@ -295,7 +319,9 @@ class JitFunction:
         """The :class:`Lowered` program for these arguments' signature."""
         if kwargs:
             args = self._positional(args, kwargs)
-        return self._lowered(args, self._key(args)[0])
+        lowered = self._lowered(args, self._key(args)[0])
+        lowered._built()  # translation errors are raised here
+        return lowered
 
     def program(self, *args, **kwargs):
         """The :class:`tdf.compiler.Program` that calls with these arguments'
@@ -314,8 +340,7 @@ class JitFunction:
                 if entry is None:
                     sig = self._signature(args)
                     name = f"<tdf.jax.jit:{self.__name__}>"
-                    module, ctx = _build_module(sig, name, call_site())
-                    entry = Lowered(sig, module, ctx, name)
+                    entry = Lowered(sig, None, None, name, call_site())
                     self._cache[key] = entry
         return entry
 

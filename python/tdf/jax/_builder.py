@@ -250,7 +250,7 @@ class Translator:
     def inline(self, jaxpr, args, consts=()):
         """Translates ``jaxpr`` (a ``Jaxpr`` or ``ClosedJaxpr``) applied to
         ``args`` at the current insertion point; returns its outputs."""
-        from jax.extend import core as jcore
+        from jax._src import core as jcore  # not jax.extend: its import loads Pallas (~30 ms)
         if isinstance(jaxpr, jcore.ClosedJaxpr):
             consts = [self.constant(*physical_value(c, v.aval)) for c, v in
                       zip(jaxpr.consts, jaxpr.jaxpr.constvars)]
@@ -320,7 +320,7 @@ class Translator:
         return key_rule
 
     def _read(self, env, atom):
-        from jax.extend import core as jcore
+        from jax._src import core as jcore  # not jax.extend: its import loads Pallas (~30 ms)
         if isinstance(atom, jcore.Literal):
             return self.constant(*physical_value(atom.val, atom.aval))
         return env[atom]
