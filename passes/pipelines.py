@@ -447,7 +447,10 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
         donate += ", " + STRICT_CHECK
     stages = [
         ("donate", donate),
-        ("bufferize", f"{ONE_SHOT}, canonicalize, cse, canonicalize, symbol-dce"),
+        # tdf-plan-memory: one device arena per call (tdf-gpu-device-memory
+        # turns the arena's memref.alloc into a gpu.alloc, its views stay views).
+        ("bufferize", f"{ONE_SHOT}, canonicalize, cse, canonicalize, symbol-dce, "
+                      "tdf-plan-memory, canonicalize"),
         ("gpu", ", ".join([
             "tdf-gpu-device-memory",
             "func.func(convert-linalg-to-parallel-loops, canonicalize)",

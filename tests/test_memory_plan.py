@@ -219,3 +219,35 @@ def test_benchmark_programs_peak_analysis_and_results(bench_programs, name):
     assert on["peak"] <= 1.05 * on["lower_bound"] + 64, row
     fresh = len([a for a in jax.tree_util.tree_leaves(jax.eval_shape(fn, *args))])
     assert on["allocations"] <= 1 + fresh, row
+
+
+GPU_CHAIN = """
+func.func @f(%x: tensor<1024xf32>, %y: tensor<1024xf32>) -> tensor<1024xf32> {
+  %e = tensor.empty() : tensor<1024xf32>
+  %a = linalg.exp ins(%x : tensor<1024xf32>) outs(%e : tensor<1024xf32>) -> tensor<1024xf32>
+  %e2 = tensor.empty() : tensor<1024xf32>
+  %b = linalg.add ins(%a, %y : tensor<1024xf32>, tensor<1024xf32>) outs(%e2 : tensor<1024xf32>) -> tensor<1024xf32>
+  %e3 = tensor.empty() : tensor<1024xf32>
+  %c = linalg.mul ins(%b, %a : tensor<1024xf32>, tensor<1024xf32>) outs(%e3 : tensor<1024xf32>) -> tensor<1024xf32>
+  %e4 = tensor.empty() : tensor<1024xf32>
+  %d = linalg.sub ins(%c, %b : tensor<1024xf32>, tensor<1024xf32>) outs(%e4 : tensor<1024xf32>) -> tensor<1024xf32>
+  return %d : tensor<1024xf32>
+}
+"""
+
+
+def test_gpu_path_plans_one_device_arena():
+    """tdf-lower-to-nvvm plans device memory the same way: the temporaries
+    are views of one gpu.alloc'd arena (and of the result's bytes), freed once;
+    compile-tested (the GPU execution tests run these programs on a GPU)."""
+    import re
+
+    module = tdf.parse(GPU_CHAIN)
+    tdf.run_pipeline(module, "builtin.module(tdf-lower-to-nvvm{stop-at=gpu inplace=false})")
+    text = str(module)
+    byte_allocs = re.findall(r"gpu.alloc async \[[^\]]*\] \(\) : memref<(\d+)xi8>", text)
+    assert sorted(int(n) for n in byte_allocs) == [4096, 8192], byte_allocs
+    assert text.count("memref.view") == 3  # a and the result share the host view (cse)
+    assert len(re.findall(r"gpu.dealloc async \[[^\]]*\] %\w+ : memref<\d+xi8>", text)) == 2
+    # the only host allocation: the result the d2h copy fills
+    assert text.count("memref.alloc()") == 1
