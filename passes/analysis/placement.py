@@ -107,15 +107,24 @@ def _best_gap(busy, size: int, limit: int | None):
 
 
 class _Bins:
-    """The blocks placed so far, per bin, to find what a new block overlaps."""
+    """The blocks placed so far, per bin, indexed by schedule position so
+    that finding what a new block overlaps looks at the positions it spans
+    only (planning time grows with the buffers and their lifetimes, not with
+    the square of the buffers)."""
 
     def __init__(self, hosts: list[Host]):
         self.hosts = hosts
+        self.by_size = sorted(range(len(hosts)), key=lambda h: hosts[h].size)
         self.placed: list[list[tuple[Block, int]]] = [[] for _ in range(len(hosts) + 1)]
+        self.slots: list[dict[int, list[int]]] = [{} for _ in range(len(hosts) + 1)]
         self.arena = 0
 
     def busy(self, bin_: int, block: Block) -> list[tuple[int, int]]:
-        ranges = [(off, off + b.size) for b, off in self.placed[bin_] if b.overlaps(block)]
+        slots, placed = self.slots[bin_], self.placed[bin_]
+        seen: set[int] = set()
+        for t in range(block.start, block.end + 1):
+            seen.update(slots.get(t, ()))
+        ranges = [(placed[i][1], placed[i][1] + placed[i][0].size) for i in seen]
         if bin_ < len(self.hosts):
             host = self.hosts[bin_]
             if host.start <= block.end and block.start <= host.end:
@@ -123,19 +132,26 @@ class _Bins:
         return ranges
 
     def choose(self, block: Block) -> tuple[int, int]:
-        """The bin and offset for ``block``: a host where it fits (the one
-        with the least waste), else the arena at its best gap."""
-        arena_bin = len(self.hosts)
-        for h in sorted(range(len(self.hosts)), key=lambda h: self.hosts[h].size):
-            offset = _best_gap(self.busy(h, block), block.size, self.hosts[h].size)
+        """The bin and offset for ``block``: a host where it fits (the
+        smallest such), else the arena at its best gap."""
+        for h in self.by_size:
+            host = self.hosts[h]
+            if host.size < block.size or (host.start <= block.end and block.start <= host.end):
+                continue
+            offset = _best_gap(self.busy(h, block), block.size, host.size)
             if offset is not None:
                 return h, offset
+        arena_bin = len(self.hosts)
         offset = _best_gap(self.busy(arena_bin, block), block.size, None)
         assert offset is not None
         return arena_bin, offset
 
     def put(self, block: Block, bin_: int, offset: int) -> None:
+        index = len(self.placed[bin_])
         self.placed[bin_].append((block, offset))
+        slots = self.slots[bin_]
+        for t in range(block.start, block.end + 1):
+            slots.setdefault(t, []).append(index)
         if bin_ == len(self.hosts):
             self.arena = max(self.arena, align(offset + block.size, MIN_ALIGNMENT))
 
