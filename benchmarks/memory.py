@@ -17,6 +17,7 @@ better), the same measurements with ``plan_memory=False``, and XLA's
 
     .venv/bin/python benchmarks/memory.py            # every program
     .venv/bin/python benchmarks/memory.py --tiny     # small sizes (smoke test)
+    .venv/bin/python benchmarks/memory.py --time     # + time per call, planner on vs off
 
 Writes ``benchmarks/results/memory.json`` and prints a markdown table.
 Memory figures do not depend on machine load.
@@ -147,6 +148,26 @@ def measure(name, fn, args, donate) -> dict:
     return row
 
 
+def time_on_off(name, fn, args, donate, reps: int) -> dict:
+    """Seconds per call with the planner on and off, interleaved rounds."""
+    import harness as H
+
+    fns = {"on": tdf.jax.jit(fn, donate_argnums=donate),
+           "off": tdf.jax.jit(fn, donate_argnums=donate, plan_memory=False)}
+    state = {k: M._copy(args) for k in fns}
+
+    def runner(k):
+        # Donated arrays are updated in place and passed again (tdf never
+        # frees a caller's array): the same state every call.
+        return lambda: fns[k](*state[k])
+
+    timing = H.time_variants({k: runner(k) for k in fns}, reps=reps)
+    on, off = timing["on"]["median"], timing["off"]["median"]
+    print(f"{name}: planner on {on * 1e3:.3f} ms, off {off * 1e3:.3f} ms, on/off {on / off:.2f}",
+          flush=True)
+    return {"on": on, "off": off, "on_over_off": on / off}
+
+
 def _kib(n: int) -> str:
     return f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.2f} MiB"
 
@@ -171,14 +192,26 @@ def main(argv=None) -> int:
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--only", default="")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--time", action="store_true",
+                        help="also time each program with the planner on and off")
+    parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
     progs = programs(args.tiny)
     names = [n for n in args.only.split(",") if n] or list(progs)
     rows = [measure(name, *progs[name]) for name in names]
+    if args.time:
+        for row in rows:
+            row["time"] = time_on_off(row["program"], *progs[row["program"]], args.reps)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "memory.json"), "w") as f:
         json.dump({"rows": rows, "tiny": args.tiny}, f, indent=1)
     print(markdown(rows))
+    if args.time:
+        print("\n| program | planner on ms | planner off ms | on / off |\n|---|---|---|---|")
+        for r in rows:
+            t = r["time"]
+            print(f"| {r['program']} | {t['on'] * 1e3:.3f} | {t['off'] * 1e3:.3f} | "
+                  f"{t['on_over_off']:.2f} |")
     return 0
 
 

@@ -26,8 +26,10 @@ becomes a ``memref.view`` of its bin. Deallocation
 (ownership-based, later in ``tdf-bufferize``) then frees the arena once, at
 the end of the call; the arena is allocated per call, so compiled functions
 stay safe to call from several threads at once. The plan is re-checked on
-the rewritten IR before the pass returns (an overlap would be an internal
-error, never a wrong answer). Allocations that stay their own: dynamic
+the rewritten IR before the pass returns -- offsets read back from the
+views, live intervals recomputed over the new IR
+(:func:`~tdf.passes.analysis.buffers.shared_storage_conflicts`): an overlap
+would be an internal error, never a wrong answer. Allocations that stay their own: dynamic
 shapes, buffers carried across loop iterations that could not be kept in
 one buffer, returned buffers (unless they host temporaries). (``i1``
 buffers are planned as bytes: ``tdf-widen-i1-memrefs`` retypes the views
@@ -75,7 +77,7 @@ from mlir.dialects import arith, memref
 
 from ..vocabulary import ARENA_ATTR, MEMORY_PLAN_ATTR
 from ._loop_carries import carry_in_place
-from .analysis.buffers import LOOPS, Buffer, function_buffers
+from .analysis.buffers import LOOPS, Buffer, function_buffers, shared_storage_conflicts
 from .analysis.placement import ALIGNMENT, Block, Host, Placement, check, lower_bound, place
 from .ir_utils import function_bodies
 from .registry import PassContext, PassOption, register_pass
@@ -175,6 +177,10 @@ def plan_function(func: ir.Operation, opaque: set, ctx: PassContext | None = Non
             _remark(ctx, buffer, f"own allocation ({buffer.reason})")
     if temps:
         _rewrite(found.func, temps, results, placement, used_hosts)
+        conflicts = shared_storage_conflicts(func, opaque)
+        if conflicts:
+            raise RuntimeError("tdf-plan-memory: internal error, the rewritten function "
+                               "shares bytes between live buffers: " + "; ".join(conflicts))
     func.attributes[MEMORY_PLAN_ATTR] = ir.DictAttr.get(
         {k: _i64(v) for k, v in figures.items()})
     return figures

@@ -251,3 +251,32 @@ def test_gpu_path_plans_one_device_arena():
     assert len(re.findall(r"gpu.dealloc async \[[^\]]*\] %\w+ : memref<\d+xi8>", text)) == 2
     # the only host allocation: the result the d2h copy fills
     assert text.count("memref.alloc()") == 1
+
+
+BAD_PLAN = """
+func.func @f(%x: memref<16xf32>, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant OFFSET : index
+  %arena = memref.alloc() {tdf.arena} : memref<128xi8>
+  %a = memref.view %arena[%c0][] : memref<128xi8> to memref<16xf32>
+  linalg.exp ins(%x : memref<16xf32>) outs(%a : memref<16xf32>)
+  %b = memref.view %arena[%c64][] : memref<128xi8> to memref<16xf32>
+  linalg.exp ins(%x : memref<16xf32>) outs(%b : memref<16xf32>)
+  linalg.add ins(%a, %b : memref<16xf32>, memref<16xf32>) outs(%out : memref<16xf32>)
+  memref.dealloc %arena : memref<128xi8>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("offset, bad", [(64, False), (0, True), (32, True)])
+def test_rewritten_ir_checker_finds_shared_bytes(offset, bad):
+    """The check tdf-plan-memory runs on its own output reads offsets and
+    lifetimes back from the IR; negative_: views live at once sharing bytes."""
+    from tdf.passes.analysis.buffers import shared_storage_conflicts
+    from tdf.passes.ir_utils import function_bodies
+
+    module = tdf.parse(BAD_PLAN.replace("OFFSET", str(offset)))
+    with module.context:
+        (func,) = function_bodies(module.operation)
+        assert bool(shared_storage_conflicts(func)) == bad

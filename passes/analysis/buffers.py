@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ...vocabulary import element_nbytes
-from ..ir_utils import ancestor_in, collect_ops, function_type, has_body, op_key, sym_name
+from ..ir_utils import ancestor_in, collect_ops, defining_op, function_type, has_body, op_key, sym_name
 
-__all__ = ["Buffer", "FunctionBuffers", "function_buffers", "aliases"]
+__all__ = ["Buffer", "FunctionBuffers", "function_buffers", "aliases", "shared_storage_conflicts"]
 
 VIEW_OPS = frozenset({
     "memref.cast", "memref.subview", "memref.reinterpret_cast", "memref.expand_shape",
@@ -272,3 +272,50 @@ def functions(module_op) -> list[tuple[str, ir.Operation]]:
     return [(sym_name(f), f.operation) for f in module_op.regions[0].blocks[0].operations
             if f.operation.name == "func.func" and has_body(f)
             and function_type(f) is not None]
+
+
+def shared_storage_conflicts(func: ir.Operation, opaque: set | None = None) -> list[str]:
+    """Checks a planned function from its IR alone: for every byte buffer
+    (``memref.alloc`` of ``i8``) its ``memref.view`` ops are read back (the
+    offset constant, the view's byte size) with their live intervals
+    recomputed over the rewritten IR; two views of one buffer that are live
+    at once must not share a byte. Returns the conflicts found (empty: the
+    plan is sound)."""
+    region = func.regions[0]
+    if len(region.blocks) != 1:
+        return []
+    entry = region.blocks[0]
+    order = {_key(op): i for i, op in enumerate(entry.operations)}
+    views: dict[int, list[tuple[int, int, int, int, str]]] = {}
+    for view in collect_ops(func, "memref.view"):
+        base = view.operands[0]
+        shift = defining_op(view.operands[1])
+        if shift is None or shift.name != "arith.constant":
+            continue
+        mtype = ir.MemRefType(view.results[0].type)
+        nbytes = element_nbytes(mtype.element_type)
+        if not mtype.has_static_shape or nbytes is None:
+            continue
+        top = ancestor_in(view, entry)
+        if top is None:
+            continue
+        offset = ir.IntegerAttr(shift.attributes["value"]).value
+        size = nbytes * _count(mtype)
+        values, _, escapes = aliases(view.results[0], opaque)
+        start = order[_key(top)]
+        end = len(order) if "returned" in escapes else _interval(values, entry, order, start)
+        base_def = defining_op(base)
+        key = _key(base_def) if base_def is not None else id(base)
+        views.setdefault(key, []).append((start, end, offset, offset + size,
+                                          view.results[0].get_name()))
+    conflicts = []
+    for members in views.values():
+        members.sort()
+        for i, (s1, e1, lo1, hi1, n1) in enumerate(members):
+            for s2, e2, lo2, hi2, n2 in members[i + 1:]:
+                if s2 > e1:
+                    break
+                if lo1 < hi2 and lo2 < hi1:
+                    conflicts.append(f"{n1} [{s1}, {e1}] bytes [{lo1}, {hi1}) and {n2} "
+                                     f"[{s2}, {e2}] bytes [{lo2}, {hi2}) are live at once")
+    return conflicts
