@@ -45,7 +45,15 @@ from dataclasses import dataclass
 from mlir import ir
 
 from ...vocabulary import element_nbytes
-from ..ir_utils import ancestor_in, collect_ops, defining_op, function_type, has_body, op_key, sym_name
+from ..ir_utils import (
+    ancestor_in,
+    collect_ops,
+    defining_op,
+    function_type,
+    has_body,
+    op_key,
+    sym_name,
+)
 
 __all__ = ["Buffer", "FunctionBuffers", "function_buffers", "aliases", "shared_storage_conflicts"]
 
