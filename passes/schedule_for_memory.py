@@ -197,8 +197,9 @@ def schedule_for_memory(op, ctx: PassContext) -> None:
                 continue
             after, carried = found
             for free in carried:
-                blk.move_after(free, after)
-                after = blk.index(free)
+                if blk.index(free) > after:  # already above (a hoisted constant): stays
+                    blk.move_after(free, after)
+                    after = blk.index(free)
             blk.move_after(candidate, after)
             moved += 1
     ctx.statistic("moved", moved)
