@@ -22,6 +22,7 @@ naming the primitive and the user's source line.
 from . import (  # noqa: F401  (register rules)
     _bits,
     _control,
+    _conv,
     _cumulative,
     _elementwise,
     _indexing,
@@ -30,6 +31,7 @@ from . import (  # noqa: F401  (register rules)
     _shape,
     _sort,
     _special,
+    _window,
 )
 from ._api import JitFunction, Lowered, StrictInplaceError, jit
 from ._builder import RULES, UnsupportedPrimitiveError

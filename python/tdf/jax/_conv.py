@@ -1,0 +1,471 @@
+"""``conv_general_dilated``: any dimension numbers, window strides, padding
+(negative included), lhs and rhs dilation, ``feature_group_count`` and
+``batch_group_count``, ``preferred_element_type``.
+
+A convolution is a contraction of the input's patches with the kernel, and
+that is how it is built, so that it reaches the BLAS (the CPU pipeline's
+``tdf-specialize-contractions`` / ``tdf-contractions-to-blas``):
+
+1. lhs dilation and padding: :func:`._window.dilate_pad` (a zero-filled
+   tensor and one strided ``tensor.insert_slice``);
+2. the patches (im2col): one ``linalg.generic`` copy whose input map reads
+   ``x[..., y * stride + k * rhs_dilation, ...]``, written in the layout of
+   the contraction's operand — its M dimensions (output batch and spatial
+   dimensions) in the output's order, its K dimensions (input feature and
+   kernel spatial dimensions) in the kernel's memory order, the block whose
+   innermost dimension reads the input with the smaller stride innermost.
+   A kernel whose spatial extent is 1 everywhere (a 1x1 convolution, strided
+   or not) needs no patches: the (strided) input itself is the operand;
+3. one contraction ``linalg.generic`` (``C + A * B``, projected-permutation
+   maps, collapsed views of the patches, the kernel and the result) with a
+   batch dimension over the feature or batch groups; the kernel is
+   transposed first only when its K dimensions are not adjacent in memory.
+
+Semantics are XLA's: output feature ``o`` belongs to group
+``o // (O / groups)``; feature groups take input features
+``[g * C/G, (g + 1) * C/G)``, batch groups take input batch elements
+``[g * N/B, (g + 1) * N/B)``. Operands are converted to the accumulation
+type (``preferred_element_type``, else the result type; ``float32`` for
+``float16``/``bfloat16`` results, rounded once at the end) in the
+contraction's body; integer convolutions wrap around.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, linalg, tensor
+
+from ._builder import element_type, is_bool, is_float, rule
+from ._elementwise import convert_scalar
+from ._reduce import _identity
+from ._window import dilate_pad
+
+#: Loop dimensions the BLAS runtime takes (``analysis.contractions.MAX_DIMS``).
+_MAX_DIMS = 6
+
+
+def _accumulator(out_dtype):
+    """The dtype a convolution with result ``out_dtype`` accumulates in."""
+    d = np.dtype(out_dtype)
+    if d.name in ("bfloat16", "float16"):
+        return np.dtype(np.float32)
+    return d
+
+
+class _Conv:
+    """The geometry of one ``conv_general_dilated`` equation, in terms of
+    named dimensions: ``"g"`` (group), ``"b"`` (output batch), ``("y", i)``
+    (output spatial), ``"o"`` (output feature within a group), ``"f"``
+    (input feature within a group), ``("k", i)`` (kernel spatial)."""
+
+    def __init__(self, eqn, lhs_shape, rhs_shape):
+        p = eqn.params
+        dn = p["dimension_numbers"]
+        self.lhs_spec = tuple(int(d) for d in dn.lhs_spec)
+        self.rhs_spec = tuple(int(d) for d in dn.rhs_spec)
+        self.out_spec = tuple(int(d) for d in dn.out_spec)
+        self.nsp = len(self.lhs_spec) - 2
+        self.strides = tuple(int(s) for s in p["window_strides"])
+        self.padding = tuple((int(lo), int(hi)) for lo, hi in p["padding"])
+        self.lhs_dilation = tuple(int(d) for d in p["lhs_dilation"])
+        self.rhs_dilation = tuple(int(d) for d in p["rhs_dilation"])
+        self.fgc = int(p["feature_group_count"])
+        self.bgc = int(p["batch_group_count"])
+        self.groups = self.fgc * self.bgc
+        self.out_shape = tuple(int(s) for s in eqn.outvars[0].aval.shape)
+        self.lhs_shape, self.rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
+        out_features = rhs_shape[self.rhs_spec[0]]
+        self.sizes = {
+            "g": self.groups,
+            "b": self.out_shape[self.out_spec[0]],
+            "o": out_features // self.groups,
+            "f": rhs_shape[self.rhs_spec[1]],
+        }
+        for i in range(self.nsp):
+            self.sizes[("y", i)] = self.out_shape[self.out_spec[2 + i]]
+            self.sizes[("k", i)] = rhs_shape[self.rhs_spec[2 + i]]
+
+    def tags_of(self, spec, kinds):
+        """Named dimensions of a tensor with dimension numbers ``spec`` in
+        memory order; ``kinds`` names spec's (batch, feature, spatial)."""
+        batch, feature, spatial = kinds
+        order = []
+        for d in range(len(spec)):
+            if d == spec[0]:
+                order += batch
+            elif d == spec[1]:
+                order += feature
+            else:
+                order.append((spatial, spec.index(d) - 2))
+        return order
+
+    @property
+    def out_order(self):
+        return self.tags_of(self.out_spec, (["b"], ["g", "o"], "y"))
+
+    @property
+    def rhs_order(self):
+        return self.tags_of(self.rhs_spec, (["g", "o"], ["f"], "k"))
+
+    def direct_tags(self, tags):
+        """``tags`` without the kernel spatial dimensions (all 1 in a direct
+        convolution) and without ``g`` when there is one group."""
+        return [t for t in tags if not (isinstance(t, tuple) and t[0] == "k")
+                and not (t == "g" and self.groups == 1)]
+
+    def drop_units(self, tags):
+        """``tags`` without the unit dimensions (and without ``g`` when
+        there is one group)."""
+        return [t for t in tags if self.sizes[t] != 1]
+
+
+def _group_runs(order, members):
+    """Maximal runs of consecutive ``order`` entries that are in
+    ``members``, each as a tuple (the other entries as 1-tuples)."""
+    groups, run = [], []
+    for tag in order:
+        if tag in members:
+            run.append(tag)
+            continue
+        if run:
+            groups.append(tuple(run))
+            run = []
+        groups.append((tag,))
+    if run:
+        groups.append(tuple(run))
+    return groups
+
+
+def _view(tr, value, groups, sizes, opaque=False):
+    """``value`` (a row-major tensor whose dimensions are the tags of
+    ``groups`` flattened, unit ones possibly absent) reshaped to one
+    dimension per group (by :func:`opaque_reshape` when ``opaque``)."""
+    shape = [int(np.prod([sizes[t] for t in g], dtype=np.int64)) for g in groups]
+    return opaque_reshape(tr, value, shape) if opaque else regroup(tr, value, shape)
+
+
+def opaque_reshape(tr, value, shape):
+    """``value`` reshaped (row-major) to ``shape`` by a ``tensor.reshape``:
+    a view, like ``collapse_shape``/``expand_shape``, that the elementwise
+    fusion's reshape propagation does not fold into the contraction (which
+    would turn it back into a generic with the patches fused in)."""
+    t = ir.RankedTensorType(value.type)
+    shape = [int(s) for s in shape]
+    if list(t.shape) == shape:
+        return value
+    i64 = ir.IntegerType.get_signless(64)
+    stype = ir.RankedTensorType.get([len(shape)], i64)
+    dims = arith.ConstantOp(stype, ir.DenseElementsAttr.get(np.asarray(shape, np.int64),
+                                                            type=stype)).result
+    return tensor.ReshapeOp(ir.RankedTensorType.get(shape, t.element_type), value, dims).result
+
+
+def regroup(tr, value, shape):
+    """``value`` reshaped (row-major) to ``shape`` (no zero sizes) by one
+    ``tensor.collapse_shape`` of runs of dimensions followed by one
+    ``tensor.expand_shape``, so that a strided view stays a view where
+    merging its runs allows it (unlike a flatten to one dimension)."""
+    t = ir.RankedTensorType(value.type)
+    src, dst = [int(s) for s in t.shape], [int(s) for s in shape]
+    if src == dst:
+        return value
+    if not src or not dst or 0 in src or 0 in dst:
+        return tr.reshape(value, dst)
+    # chunks: consecutive source and target runs of equal products
+    chunks, i, j = [], 0, 0
+    while i < len(src) or j < len(dst):
+        si, dj = [i], [j] if j < len(dst) else []
+        ps = src[i] if i < len(src) else 1
+        pd = dst[j] if j < len(dst) else 1
+        i, j = i + 1, j + 1
+        while ps != pd:
+            if ps < pd:
+                si.append(i)
+                ps *= src[i]
+                i += 1
+            else:
+                dj.append(j)
+                pd *= dst[j]
+                j += 1
+        # trailing unit dimensions join the current chunk
+        while i < len(src) and src[i] == 1 and (j >= len(dst) or dst[j] != 1):
+            si.append(i)
+            i += 1
+        while j < len(dst) and dst[j] == 1 and (i >= len(src) or src[i] != 1):
+            dj.append(j)
+            j += 1
+        chunks.append(([s for s in si if s < len(src)], [d for d in dj if d < len(dst)]))
+    if any(not s or not d for s, d in chunks):
+        return tr.reshape(value, dst)
+    etype = t.element_type
+    mid = [int(np.prod([src[s] for s in si], dtype=np.int64)) for si, _ in chunks]
+    if mid != src:
+        value = tensor.CollapseShapeOp(ir.RankedTensorType.get(mid, etype), value,
+                                       [si for si, _ in chunks]).result
+    if mid != dst:
+        groups, at = [], 0
+        for _, dj in chunks:
+            groups.append(list(range(at, at + len(dj))))
+            at += len(dj)
+        value = tensor.ExpandShapeOp(ir.RankedTensorType.get(dst, etype), value, groups, [],
+                                     dst).result
+    return value
+
+
+@rule("conv_general_dilated")
+def _conv_general_dilated(tr, eqn, args):
+    lhs, rhs = args
+    lt, rt = ir.RankedTensorType(lhs.type), ir.RankedTensorType(rhs.type)
+    cv = _Conv(eqn, list(lt.shape), list(rt.shape))
+    aval = eqn.outvars[0].aval
+    out_dtype = aval.dtype
+    ldtype, rdtype = eqn.invars[0].aval.dtype, eqn.invars[1].aval.dtype
+    if is_bool(out_dtype):
+        raise tr.unsupported("dtype bool")
+    acc_dtype = _accumulator(out_dtype)
+    acc_type = element_type(acc_dtype)
+    zero = _identity(tr, "sum", acc_dtype, acc_type)
+    if 0 in cv.out_shape:
+        return [tr.empty(cv.out_shape, element_type(out_dtype))]
+    reduction = cv.sizes["f"] * int(np.prod([cv.sizes[("k", i)] for i in range(cv.nsp)]))
+    if reduction == 0 or 0 in cv.lhs_shape:
+        return [_finish(tr, tr.fill(zero, cv.out_shape), acc_dtype, out_dtype)]
+
+    # 1. lhs dilation and padding of the spatial dimensions
+    dilation, padding = [1] * lt.rank, [(0, 0)] * lt.rank
+    for i in range(cv.nsp):
+        d = cv.lhs_spec[2 + i]
+        dilation[d], padding[d] = cv.lhs_dilation[i], cv.padding[i]
+    x = dilate_pad(tr, lhs, dilation, padding, _identity(tr, "sum", ldtype, lt.element_type))
+
+    # 2. the contraction's operands and result layout
+    k_tags = ["f"] + [("k", i) for i in range(cv.nsp)]
+    m_tags = ["b"] + [("y", i) for i in range(cv.nsp)]
+    direct = all(cv.sizes[("k", i)] == 1 for i in range(cv.nsp))
+    if direct:
+        built = _direct_operands(tr, cv, x, rhs, m_tags, k_tags)
+        if built is not None:
+            return [_contract(tr, cv, built, ldtype, rdtype, acc_dtype, out_dtype)]
+    built = _patch_operands(tr, cv, x, rhs, m_tags, k_tags)
+    return [_contract(tr, cv, built, ldtype, rdtype, acc_dtype, out_dtype)]
+
+
+def _kernel_view(tr, cv, rhs, k_tags, collapse_k):
+    """The kernel as (value, groups): its dimensions in memory order with
+    the output feature split into (g, o), unit dimensions dropped, and the
+    K dimensions collapsed into one group when ``collapse_k`` (transposed
+    to [O, F, K...] first when they are not adjacent in memory); without
+    ``collapse_k`` only the (unit) kernel spatial dimensions are dropped.
+    Reshaped by :func:`opaque_reshape`, which fusion leaves alone."""
+    order = cv.drop_units(cv.rhs_order) if collapse_k else cv.direct_tags(cv.rhs_order)
+    ks = [t for t in order if t in k_tags]
+    positions = [order.index(t) for t in ks]
+    adjacent = not positions or positions == list(range(positions[0], positions[0] + len(ks)))
+    if collapse_k and not adjacent:
+        perm = list(cv.rhs_spec)
+        rt = ir.RankedTensorType(rhs.type)
+        init = tr.empty([rt.shape[p] for p in perm], rt.element_type)
+        rhs = linalg.transpose(rhs, outs=[init], permutation=perm).results[0]
+        order = cv.drop_units(["g", "o", "f"] + [("k", i) for i in range(cv.nsp)])
+        ks = [t for t in order if t in k_tags]
+    if collapse_k and ks:
+        groups = _group_runs(order, set(ks))
+    else:
+        groups = [(t,) for t in order]
+    return _view(tr, rhs, groups, cv.sizes, opaque=True), groups, tuple(ks)
+
+
+def _result_groups(order, m_tags, collapse_m):
+    """Groups of the contraction's result with its dimensions in ``order``
+    (tags, unit ones dropped): runs of M tags collapsed when
+    ``collapse_m``."""
+    if collapse_m:
+        return _group_runs(order, set(m_tags))
+    return [(t,) for t in order]
+
+
+def _direct_operands(tr, cv, x, rhs, m_tags, k_tags):
+    """Operands of a convolution whose kernel is 1 in every spatial
+    dimension: the (strided) input is A itself, no patches. None when that
+    needs more loop dimensions than the BLAS runtime takes."""
+    xt = ir.RankedTensorType(x.type)
+    # strided slice: x[..., y * stride, ...] for y < Y
+    offsets, sizes, strides = [0] * xt.rank, list(xt.shape), [1] * xt.rank
+    for i in range(cv.nsp):
+        d = cv.lhs_spec[2 + i]
+        sizes[d] = cv.sizes[("y", i)]
+        strides[d] = cv.strides[i]
+    if sizes != list(xt.shape):
+        x = tr.extract_slice(x, offsets, sizes, strides)
+    # x's dimensions as tags: batch -> (g, b) or b, feature -> (g, f) or f
+    lhs_order = cv.tags_of(cv.lhs_spec, (["g", "b"] if cv.bgc > 1 else ["b"],
+                                         ["g", "f"] if cv.fgc > 1 else ["f"], "y"))
+    # Unit dimensions stay (as loops of size 1 in two operands each): A is
+    # only ever expanded (groups split), never collapsed, so that the
+    # fusion's reshape propagation has nothing to fold into the contraction.
+    a_groups = [(t,) for t in cv.direct_tags(lhs_order)]
+    c_groups = [(t,) for t in cv.direct_tags(cv.out_order)]
+    loops = _loops(a_groups, [(t,) for t in cv.direct_tags(cv.rhs_order)], c_groups)
+    if len(loops) > _MAX_DIMS:
+        return None
+    b_value, b_groups, _ = _kernel_view(tr, cv, rhs, k_tags, collapse_k=False)
+    a_value = _view(tr, x, a_groups, cv.sizes)
+    return (a_value, a_groups), (b_value, b_groups), c_groups, True
+
+
+def _patch_operands(tr, cv, x, rhs, m_tags, k_tags):
+    """Operands of the im2col form: the patches tensor A, the kernel view B
+    and the result's groups."""
+    b_value, b_groups, k_order = _kernel_view(tr, cv, rhs, k_tags, collapse_k=True)
+    c_groups = _result_groups(cv.drop_units(cv.out_order), m_tags, collapse_m=True)
+    if len(c_groups) + 1 > _MAX_DIMS:
+        # The output's layout interleaves its batch and spatial dimensions
+        # with the features (3-d and up): compute [groups..., M, O] and
+        # transpose it to the output's layout afterwards.
+        canonical = cv.drop_units(m_tags + ["g", "o"])
+        c_groups = _result_groups(canonical, m_tags, collapse_m=True)
+    m_groups = [g for g in c_groups if g[0] in m_tags]
+    k_group = tuple(k_order)
+    # the block (M or K) whose innermost dimension reads x with the smaller
+    # stride goes innermost
+    stride = _input_strides(cv, ir.RankedTensorType(x.type))
+    m_inner = stride(m_groups[-1][-1]) if m_groups else None
+    k_inner = stride(k_group[-1]) if k_group else None
+    k_last = m_inner is None or (k_inner is not None and k_inner <= m_inner)
+    head = [("g",)] if cv.groups > 1 else []
+    a_groups = head + (m_groups + [k_group] if k_last else [k_group] + m_groups)
+    if not k_group:
+        a_groups = head + m_groups
+    patches = _patches(tr, cv, _used_extent(tr, cv, x), [t for g in a_groups for t in g])
+    a_value = _view(tr, patches, a_groups, cv.sizes, opaque=True)
+    return (a_value, a_groups), (b_value, b_groups), c_groups, True
+
+
+def _used_extent(tr, cv, x):
+    """``x`` cut to the extent the windows read along each spatial
+    dimension (a view): linalg infers loop ranges from the operands, and an
+    index expression that is a bare loop dimension (a unit dimension
+    dropped beside it) must then see the same extent as the patches."""
+    xt = ir.RankedTensorType(x.type)
+    sizes = list(xt.shape)
+    for i in range(cv.nsp):
+        d = cv.lhs_spec[2 + i]
+        used = (cv.sizes[("y", i)] - 1) * cv.strides[i] + \
+            (cv.sizes[("k", i)] - 1) * cv.rhs_dilation[i] + 1
+        sizes[d] = min(sizes[d], used)
+    if sizes == list(xt.shape):
+        return x
+    return tr.extract_slice(x, [0] * xt.rank, sizes)
+
+
+def _input_strides(cv, xt):
+    """``stride(tag)``: the element stride of the padded input along the
+    input dimension that tag ``tag`` walks."""
+    shape = list(xt.shape)
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+
+    def stride(tag):
+        if tag == "b":
+            return strides[cv.lhs_spec[0]]
+        if tag == "f":
+            return strides[cv.lhs_spec[1]]
+        kind, i = tag
+        d = cv.lhs_spec[2 + i]
+        return strides[d] * (cv.strides[i] if kind == "y" else cv.rhs_dilation[i])
+    return stride
+
+
+def _patches(tr, cv, x, tags):
+    """The im2col tensor: one dimension per tag of ``tags`` (in that order),
+    ``P[..] = x[batch, feature, y * stride + k * rhs_dilation]``."""
+    xt = ir.RankedTensorType(x.type)
+    dims = tr.dims(len(tags))
+    at = {t: dims[i] for i, t in enumerate(tags)}
+
+    def dim(tag, scale=1):
+        if tag not in at:  # a unit dimension (index 0)
+            return 0
+        return at[tag] * scale if scale != 1 else at[tag]
+
+    in_map = []
+    for d in range(xt.rank):
+        if d == cv.lhs_spec[0]:
+            e = dim("b")
+            if cv.bgc > 1:
+                e = dim("g", cv.sizes["b"]) + e
+        elif d == cv.lhs_spec[1]:
+            e = dim("f")
+            if cv.fgc > 1:
+                e = dim("g", cv.sizes["f"]) + e
+        else:
+            i = cv.lhs_spec.index(d) - 2
+            e = dim(("y", i), cv.strides[i]) + dim(("k", i), cv.rhs_dilation[i])
+        in_map.append(e)
+    shape = [cv.sizes[t] for t in tags]
+    init = tr.empty(shape, xt.element_type)
+    return tr.generic([x], [[_affine(e) for e in in_map]], [init], [dims],
+                      ["parallel"] * len(tags), lambda a, _o: [a])[0]
+
+
+def _affine(e):
+    return ir.AffineConstantExpr.get(e) if isinstance(e, int) else e
+
+
+def _loops(a_groups, b_groups, c_groups):
+    """The contraction's loop dimensions: batch (in all three), M (A and
+    C), K (A and B), N (B and C), in the order batch, M, K, N."""
+    a, b, c = set(a_groups), set(b_groups), set(c_groups)
+    batch = [g for g in c_groups if g in a and g in b]
+    m = [g for g in c_groups if g in a and g not in b]
+    n = [g for g in c_groups if g in b and g not in a]
+    k = [g for g in a_groups if g in b and g not in c]
+    return batch + m + k + n
+
+
+def _contract(tr, cv, built, ldtype, rdtype, acc_dtype, out_dtype):
+    (a_value, a_groups), (b_value, b_groups), c_groups, opaque = built
+    loops = _loops(a_groups, b_groups, c_groups)
+    k = [g for g in a_groups if g in set(b_groups) and g not in set(c_groups)]
+    dims = tr.dims(len(loops))
+    at = {g: dims[i] for i, g in enumerate(loops)}
+    acc_type = element_type(acc_dtype)
+    c_shape = [int(np.prod([cv.sizes[t] for t in g], dtype=np.int64)) for g in c_groups]
+    init = linalg.fill(_identity(tr, "sum", acc_dtype, acc_type),
+                       outs=[tr.empty(c_shape, acc_type)])
+    iters = ["reduction" if g in k else "parallel" for g in loops]
+
+    def body(a, b, acc):
+        a = convert_scalar(tr, a, ldtype, acc_dtype)
+        b = convert_scalar(tr, b, rdtype, acc_dtype)
+        if is_float(acc_dtype):
+            return [arith.AddFOp(acc, arith.MulFOp(a, b).result).result]
+        return [arith.AddIOp(acc, arith.MulIOp(a, b).result).result]
+
+    result = tr.generic([a_value, b_value],
+                        [[at[g] for g in a_groups], [at[g] for g in b_groups]], [init],
+                        [[at[g] for g in c_groups]], iters, body)[0]
+    order = cv.drop_units([t for g in c_groups for t in g])
+    target = cv.drop_units(cv.out_order)
+    if order != target:
+        # [tags in c order] -> [tags in the output's memory order]
+        t = ir.RankedTensorType(result.type)
+        result = opaque_reshape(tr, result, [cv.sizes[tag] for tag in order])
+        perm = [order.index(tag) for tag in target]
+        init = tr.empty([cv.sizes[tag] for tag in target], t.element_type)
+        result = linalg.transpose(result, outs=[init], permutation=perm).results[0]
+    result = (opaque_reshape if opaque else regroup)(tr, result, cv.out_shape)
+    return _finish(tr, result, acc_dtype, out_dtype)
+
+
+def _finish(tr, value, acc_dtype, out_dtype):
+    """``value`` (accumulated in ``acc_dtype``) converted to ``out_dtype``."""
+    if np.dtype(acc_dtype) == np.dtype(out_dtype):
+        return value
+    t = ir.RankedTensorType(value.type)
+    aval = SimpleNamespace(shape=tuple(t.shape), dtype=out_dtype)
+    return tr.elementwise(aval, [value], lambda v: convert_scalar(tr, v, acc_dtype, out_dtype))
