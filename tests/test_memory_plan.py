@@ -108,6 +108,8 @@ def test_arena_cuts_peak_and_allocations_and_analysis_is_exact():
     assert analysis.argument_size_in_bytes == 2 * 16384
     assert analysis.output_size_in_bytes == 16384 and analysis.alias_size_in_bytes == 0
     assert analysis.exact and "lifetime lower bound" in str(analysis)
+    assert on.report().memory == {"f": analysis}
+    assert f"@f: {analysis}" in str(on.report())
     assert on.memory_analysis("f") is analysis
     with pytest.raises(KeyError):
         on.memory_analysis("g")

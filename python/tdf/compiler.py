@@ -89,6 +89,8 @@ class Program:
                  counter=None, memory=None):
         self.functions = dict(functions)
         self._memory = dict(memory or {})
+        if hasattr(report, "memory") and not report.memory:
+            report.memory = self._memory
         self._report = report
         self._counter = counter
         self._engine = engine

@@ -120,6 +120,9 @@ class Report:
     returned_args: dict = field(default_factory=dict)
     copy_before_write: bool = False
     fused_calls: list = field(default_factory=list)
+    #: Entry function name -> :class:`tdf.memory.MemoryAnalysis` (the
+    #: memory plan's figures; set by :class:`tdf.compiler.Program`).
+    memory: dict = field(default_factory=dict)
     #: What the compilation cache (:mod:`tdf.cache`) did: ``"hit: ..."``
     #: when the program was loaded from it, ``"miss: ..."`` when compiled,
     #: ``"off"``; empty for a report not made by ``tdf.compile``.
@@ -155,6 +158,9 @@ class Report:
         lines.append("bytes allocated per call (static count of the final IR):")
         for name in functions:
             lines += self._allocation_lines(name)
+        if self.memory:
+            lines.append("memory per call (tdf-plan-memory; Program.memory_analysis()):")
+            lines += [f"  @{name}: {analysis}" for name, analysis in sorted(self.memory.items())]
         if self.cache:
             lines.append(f"compilation cache: {self.cache}")
         return "\n".join(lines)
