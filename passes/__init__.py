@@ -32,6 +32,7 @@ from . import (  # noqa: F401
     gpu_device_memory,
     inline_kernels,
     insert_inplace,
+    outline_loop_nests,
     parallelize,
     pipelines,
     plan_memory,

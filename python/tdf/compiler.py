@@ -57,6 +57,7 @@ from .memory import MemoryAnalysis, memory_analyses
 from .parsing import parse_program
 from .passes import pipelines
 from .passes._runtime_sites import read_sites
+from .passes.outline_loop_nests import PART_PREFIX
 from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sym_name
 from .pipeline import run_pipeline
 from .report import Allocation, Copy, FusedCall, InplaceDecision, Report
@@ -266,9 +267,16 @@ def _mark_c_interfaces(module, entries: dict) -> None:
 
 
 def _keep_calls_in_large_functions(module) -> None:
+    """Calls stay calls (``no_inline``) in functions making many, and to the
+    parts ``tdf-outline-loop-nests`` cut large functions into (LLVM then
+    optimizes each part on its own)."""
     for func in module.body.operations:
         if func.operation.name != "llvm.func" or not len(func.regions[0].blocks):
             continue
+        for call in collect_ops(func, "llvm.call", lambda call: "callee" in call.attributes and
+                                ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+                                .startswith(PART_PREFIX)):
+            call.attributes["no_inline"] = ir.UnitAttr.get()
         # The failure calls of run-time checks never return: not inlining candidates.
         calls = collect_ops(func, "llvm.call", lambda call: "callee" not in call.attributes or
                             ir.FlatSymbolRefAttr(call.attributes["callee"]).value
