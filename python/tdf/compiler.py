@@ -57,8 +57,8 @@ from .memory import MemoryAnalysis, memory_analyses
 from .parsing import parse_program
 from .passes import pipelines
 from .passes._runtime_sites import read_sites
-from .passes.outline_loop_nests import PART_PREFIX
 from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sym_name
+from .passes.outline_loop_nests import PART_PREFIX
 from .pipeline import run_pipeline
 from .report import Allocation, Copy, FusedCall, InplaceDecision, Report
 from .runtime import (
