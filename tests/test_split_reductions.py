@@ -32,8 +32,8 @@ def unsplit(monkeypatch):
     original = pipelines.inplace_stage
 
     def without(inplace=True, copy_before_write=False, fuse_kernels=True, blas=False,
-                split_reductions=True):
-        return original(inplace, copy_before_write, fuse_kernels, blas, False)
+                split_reductions=True, *rest, **kw):
+        return original(inplace, copy_before_write, fuse_kernels, blas, False, *rest, **kw)
 
     def compile_unsplit(fn, x):
         with monkeypatch.context() as m:
