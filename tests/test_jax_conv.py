@@ -390,3 +390,20 @@ def test_conv_property(config):
     x, w = _operands(rng, specs, n, c, spatial, o, kernel, groups)
     k = c // groups * int(np.prod(kernel))
     _check(_conv(**kw), x, w, rtol=2e-7 * k + 1e-6)
+
+
+def test_conv_benchmark_smoke(tmp_path):
+    """benchmarks/conv.py --tiny: every workload (and the direct strategy)
+    checked against jax.jit, then timed once; no timing asserted."""
+    import json
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "conv.py"), "--tiny",
+                           "--reps", "1", "--strategies", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads((tmp_path / "conv.json").read_text())["rows"]
+    assert {r["workload"] for r in rows} >= {"cnn_forward_b2", "cnn_train_b2", "conv1d", "conv3d"}
+    assert all(r["tdf_over_jax"] > 0 for r in rows)
+    assert all("direct_over_jax" in r for r in rows if r["workload"].startswith("conv"))

@@ -45,6 +45,11 @@ from ._window import dilate_pad
 
 #: Loop dimensions the BLAS runtime takes (``analysis.contractions.MAX_DIMS``).
 _MAX_DIMS = 6
+#: ``"im2col"`` (patches + one contraction: the BLAS) or ``"direct"`` (one
+#: ``linalg.generic`` over output and window loops reading the input through
+#: strided maps; loops, no BLAS). Only ``benchmarks/conv.py`` switches it,
+#: to measure the two against each other.
+STRATEGY = "im2col"
 
 
 def _accumulator(out_dtype):
@@ -241,6 +246,9 @@ def _conv_general_dilated(tr, eqn, args):
         dilation[d], padding[d] = cv.lhs_dilation[i], cv.padding[i]
     x = dilate_pad(tr, lhs, dilation, padding, _identity(tr, "sum", ldtype, lt.element_type))
 
+    if STRATEGY == "direct":
+        return [_direct_generic(tr, cv, x, rhs, ldtype, rdtype, acc_dtype, out_dtype)]
+
     # 2. the contraction's operands and result layout
     k_tags = ["f"] + [("k", i) for i in range(cv.nsp)]
     m_tags = ["b"] + [("y", i) for i in range(cv.nsp)]
@@ -330,11 +338,18 @@ def _patch_operands(tr, cv, x, rhs, m_tags, k_tags):
     m_groups = [g for g in c_groups if g[0] in m_tags]
     k_group = tuple(k_order)
     # the block (M or K) whose innermost dimension reads x with the smaller
-    # stride goes innermost
+    # stride goes innermost (the copy's inner loop then streams), on a tie
+    # the one with the longer innermost dimension (NCHW: the output row,
+    # not the kernel row)
     stride = _input_strides(cv, ir.RankedTensorType(x.type))
-    m_inner = stride(m_groups[-1][-1]) if m_groups else None
-    k_inner = stride(k_group[-1]) if k_group else None
-    k_last = m_inner is None or (k_inner is not None and k_inner <= m_inner)
+    k_last = True
+    if m_groups and k_group:
+        m_tag, k_tag = m_groups[-1][-1], k_group[-1]
+        m_key = (stride(m_tag), -cv.sizes[m_tag])
+        k_key = (stride(k_tag), -cv.sizes[k_tag])
+        k_last = k_key <= m_key
+    elif not k_group:
+        k_last = False
     head = [("g",)] if cv.groups > 1 else []
     a_groups = head + (m_groups + [k_group] if k_last else [k_group] + m_groups)
     if not k_group:
@@ -460,6 +475,49 @@ def _contract(tr, cv, built, ldtype, rdtype, acc_dtype, out_dtype):
         result = linalg.transpose(result, outs=[init], permutation=perm).results[0]
     result = (opaque_reshape if opaque else regroup)(tr, result, cv.out_shape)
     return _finish(tr, result, acc_dtype, out_dtype)
+
+
+def _direct_generic(tr, cv, x, rhs, ldtype, rdtype, acc_dtype, out_dtype):
+    """The convolution as one ``linalg.generic``: loops over the output's
+    batch and spatial dimensions, the group, the kernel's spatial and input
+    feature dimensions (reductions) and, innermost, the output feature
+    (contiguous in an HWIO kernel and an NHWC result)."""
+    x = _used_extent(tr, cv, x)
+    ys = [("y", i) for i in range(cv.nsp)]
+    ks = [t for t in cv.rhs_order if t in ["f"] + [("k", i) for i in range(cv.nsp)]]
+    tags = ["b"] + ys + (["g"] if cv.groups > 1 else []) + ks + ["o"]
+    dims = tr.dims(len(tags))
+    at = dict(zip(tags, dims))
+    g = at.get("g")
+    xt = ir.RankedTensorType(x.type)
+    x_map = []
+    for d in range(xt.rank):
+        if d == cv.lhs_spec[0]:
+            x_map.append(g * cv.sizes["b"] + at["b"] if cv.bgc > 1 else at["b"])
+        elif d == cv.lhs_spec[1]:
+            x_map.append(g * cv.sizes["f"] + at["f"] if cv.fgc > 1 else at["f"])
+        else:
+            i = cv.lhs_spec.index(d) - 2
+            x_map.append(at[("y", i)] * cv.strides[i] + at[("k", i)] * cv.rhs_dilation[i])
+    # kernel and result with the output feature split into (g, o)
+    w_order = [t for t in cv.rhs_order if t != "g" or cv.groups > 1]
+    w = opaque_reshape(tr, rhs, [cv.sizes[t] for t in w_order])
+    out_order = [t for t in cv.out_order if t != "g" or cv.groups > 1]
+    acc_type = element_type(acc_dtype)
+    init = linalg.fill(_identity(tr, "sum", acc_dtype, acc_type),
+                       outs=[tr.empty([cv.sizes[t] for t in out_order], acc_type)])
+    iters = ["reduction" if t in ks else "parallel" for t in tags]
+
+    def body(a, b, acc):
+        a = convert_scalar(tr, a, ldtype, acc_dtype)
+        b = convert_scalar(tr, b, rdtype, acc_dtype)
+        if is_float(acc_dtype):
+            return [arith.AddFOp(acc, arith.MulFOp(a, b).result).result]
+        return [arith.AddIOp(acc, arith.MulIOp(a, b).result).result]
+
+    result = tr.generic([x, w], [x_map, [at[t] for t in w_order]], [init],
+                        [[at[t] for t in out_order]], iters, body)[0]
+    return _finish(tr, opaque_reshape(tr, result, cv.out_shape), acc_dtype, out_dtype)
 
 
 def _finish(tr, value, acc_dtype, out_dtype):
