@@ -37,7 +37,15 @@ from .ir_utils import (
 )
 from .registry import PassContext
 
-__all__ = ["rewrite_concats", "rewrite_insert_slices", "slice_plan", "compute_into"]
+__all__ = ["rewrite_concats", "rewrite_insert_slices", "slice_plan", "compute_into",
+           "STRIDED_READERS", "FILL_OPS"]
+
+#: Ops that read a tensor element by element wherever it lies: a part read
+#: again by them after its insert may stay in the destination's (strided) row.
+STRIDED_READERS = frozenset({"tensor.extract", "vector.transfer_read", "tensor.dim"})
+#: Linalg ops that write every element of their init without reading it and
+#: are computed into a slice like an element-wise part.
+FILL_OPS = frozenset({"linalg.fill"})
 
 
 def _part_producer(part, concat, module_op, rejections, index):
@@ -249,7 +257,8 @@ def rewrite_insert_slices(func, ctx: PassContext | None = None, module_op=None,
             continue
         producer = value.owner.operation
         if producer.name == "tdf.call" or (
-                is_elementwise_linalg(producer) and len(producer.results) == 1
+                (is_elementwise_linalg(producer) or producer.name in FILL_OPS)
+                and len(producer.results) == 1
                 and is_tensor(producer.results[0])
                 and not isinstance(producer.operands[len(producer.operands) - 1].owner, ir.Block)
                 and producer.operands[len(producer.operands) - 1].owner.operation.name
@@ -417,9 +426,10 @@ def _read_again_after(insert, part, users) -> bool:
     read the slice (the part's value, in the destination's storage, which
     the alias analysis now sees as one class: nothing may write it in place
     while the part is still read). Only when every other user is a linalg
-    op (a strided buffer is no copy for it; a kernel call or a function
-    result would copy the strided slice into an identity-layout buffer, no
-    better than today's copy) after the insert in its block, and the
+    op or an element read (``tensor.extract``, ``vector.transfer_read``,
+    ``tensor.dim``: a strided buffer is no copy for them; a kernel call or a
+    function result would copy the strided slice into an identity-layout
+    buffer, no better than today's copy) after the insert in its block, and the
     insert's result is not used before the last of them (a later
     ``insert_slice`` into the updated tensor could overwrite the row while
     the part is still read: One-Shot Bufferize would then copy the whole
@@ -430,7 +440,8 @@ def _read_again_after(insert, part, users) -> bool:
         if user == insert:
             continue
         top = ancestor_in(user, block)
-        if not user.name.startswith("linalg.") or top is None or top == insert \
+        if not (user.name.startswith("linalg.") or user.name in STRIDED_READERS) \
+                or top is None or top == insert \
                 or top.is_before_in_block(insert):
             return False
         if last is None or last.is_before_in_block(top):

@@ -5,6 +5,10 @@ Every ``func.func`` with a body: a tensor argument marked ``tdf.donate`` gets
 buffer in place), every other tensor argument ``bufferization.writable =
 false`` (it is never written: an update copies it first).
 
+A malformed ``tdf.donation_pairs`` (the pairs of donated arguments and
+results ``tdf.jax.jit`` states, :mod:`tdf.passes.analysis.donation`) is an
+error.
+
 A donated argument that no result and no update can use gets a warning naming
 it (JAX's "Some donated buffers were not usable"); option ``strict`` makes it
 an error. Usable means: a function result has the argument's type, or the
@@ -28,6 +32,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ..vocabulary import ASSUME_UNALIASED, DEST_OPERAND, DONATE_ATTR, TENSOR_VIEW_OPS, WRITABLE_ATTR
+from .analysis.donation import pairs_problem
 from .ir_utils import arg_dicts, collect_ops, function_type, has_body, set_arg_dicts
 from .registry import PassContext, PassOption, register_pass
 
@@ -81,6 +86,9 @@ def donation_is_usable(func, index: int) -> bool:
 
 
 def donate_function(func, ctx: PassContext) -> None:
+    problem = pairs_problem(func)
+    if problem is not None:
+        ctx.error(func, problem)
     block = func.regions[0].blocks[0]
     dicts = arg_dicts(func)
     changed = False

@@ -12,7 +12,10 @@ only when the four safety rules hold at that op (checked by
   a loop and written inside it is never dead; function results count; a
   multi-block region is treated conservatively);
 * **unaliased** — ``%v`` shares no storage with a value still in use, and no
-  value of its alias class ever reached a ``tdf.call_opaque``;
+  value of its alias class ever reached a ``tdf.call_opaque``; the op reads no
+  other view of that storage (a ``tensor.empty`` init, which holds nothing,
+  does not count: in a branch the last reader of a dead value takes it even
+  when the other branch's result, yielded with this one, already holds it);
 * **owned** — ``%v``'s storage is not a non-donated function argument, a
   constant, or of unknown origin (``tdf.donate`` arguments are owned);
 * **fits** — ``%v`` has exactly the result's type; a broadcast or permuted
@@ -73,8 +76,8 @@ blocks.
    4 allocations (192 B) + 3 copies; on 1 allocation (96 B), 0 copies.
 2. *Inserted parts* (:func:`rewrite_insert_slices`, statistic
    ``insert-slices``): ``%c = tensor.insert_slice %r into %d[...]`` whose
-   source is a freshly computed part — a single-result ``tdf.call`` or an
-   element-wise linalg op with a ``tensor.empty`` init, possibly through
+   source is a freshly computed part — a single-result ``tdf.call``, an
+   element-wise linalg op or a ``linalg.fill`` with a ``tensor.empty`` init, possibly through
    ``tensor.expand_shape`` / ``collapse_shape`` views (the functional
    log-concat and KV-decode pattern) — is computed straight into ``%s =
    tensor.extract_slice %d[...]`` created just before the producer, with the
@@ -99,9 +102,10 @@ blocks.
 
    * the part and each view have exactly one use, all in the insert's block,
      static shapes (``dead`` / ``fits``) — except a part inserted without
-     views and read again after the insert only by linalg ops, with the
-     insert's result unused before the last of them: those readers then read
-     the destination's row (a strided view costs a linalg op nothing; a
+     views and read again after the insert only by linalg ops and element
+     reads (``tensor.extract``, ``vector.transfer_read``, ``tensor.dim``),
+     with the insert's result unused before the last of them: those readers
+     then read the destination's row (a strided view costs them nothing; a
      kernel call or a function result would copy it into an identity-layout
      buffer, no better than the copy into the row it replaces), and nothing
      can overwrite the row while they still read it;
@@ -165,6 +169,34 @@ blocks.
    (dead): One-Shot Bufferize would copy operand #i ...``), and unused
    generated variants are erased. Hence the invariant: the output of
    ``tdf-insert-inplace`` always passes ``tdf-verify-inplace{strict}``.
+6. *Donation pairing* (:func:`tdf.passes._pair_donations.pair_donations`,
+   statistic ``paired-donations``): each donated argument is paired with a
+   result as JAX pairs them (per shape and dtype, the k-th result takes the
+   k-th donated argument; or the function's ``tdf.donation_pairs``:
+   :mod:`tdf.passes.analysis.donation`). A paired result that One-Shot
+   Bufferize does not already compute in its argument is followed back
+   through the ops that update their destination (a linalg op reading its
+   init, ``insert_slice``/``insert``/``scatter``, a ``tdf.call_inplace``
+   operand, both branches of an ``scf.if``) to the op that first writes its
+   storage, which then writes the argument instead: a linalg op whose
+   payload does not read its init takes the argument as init (Adam's
+   ``outs(%g)`` → ``outs(%nu)``: the dead temporary step 4 chose is no
+   longer preferred), a ``tdf.call`` becomes ``tdf.call_inplace @k(%in...,
+   %arg) inplace [n]`` (the argument is the kernel's output parameter), a
+   ``tensor.empty`` root is replaced by the argument. Only when the
+   argument's old contents are dead there (no value that may share its
+   storage is used after that op; loops, branches and results count), the
+   op reads it only element by element (an element-wise linalg op, identity
+   map) and it never reached an opaque call. A rank-0 result that cannot be
+   followed (a scalar wrapped by ``tensor.from_elements``: a
+   ``TrainState.step``, an optax ``count``) is stored into its argument
+   right before ``func.return`` (``tensor.insert %v into %arg[]``) when no
+   other result may share the argument. When the only obstacle is a later
+   read of the argument and nothing needs the update before that read, the
+   update moves after it first (as XLA schedules it). One-Shot Bufferize's
+   analysis judges: a rewrite after which it does not find the result
+   equivalent to its argument, or that adds a copy to the function, is
+   undone; the pairs left are ``tdf-verify-inplace{donations}``'s to report.
 
 **Options.** ``size-match`` (default off): for element-wise linalg ops, a
 dead input whose type differs from the result's only by dynamic dimensions
@@ -180,7 +212,8 @@ rejected candidate operand, ``in-place rejected (<rule>): operand #i (%v)
 ...`` naming the blocking value.
 
 Statistics: ``rewrites``, ``inplace-results``, ``concats``,
-``insert-slices``, ``rebased-reads``, and ``rejected-<rule>`` for each rule.
+``insert-slices``, ``rebased-reads``, ``paired-donations``, and
+``rejected-<rule>`` for each rule.
 
 Python API: :func:`insert_inplace` (one function), :func:`populate_inplace_rewrites`
 (a module), :func:`rewrite_concats`, :func:`rewrite_insert_slices`,
@@ -227,6 +260,7 @@ from ..dialects import tdf as tdf_d
 from ..vocabulary import INPLACE_OF_ATTR, STRIDED_OF_ATTR
 from ._inplace_calls import InplaceRewriter
 from ._inplace_slices import rewrite_concats, rewrite_insert_slices
+from ._pair_donations import pair_donations
 from ._rebase_reads import rebase_disjoint_reads
 from .analysis.inplace import Rejection, format_rejections
 from .analysis.one_shot import one_shot_copies
@@ -254,6 +288,8 @@ def insert_inplace(func, module_op=None, ctx: PassContext | None = None,
     rewriter = InplaceRewriter(func, module_op, ctx, size_match)
     count = rewriter.run()
     count -= keep_one_shot_agreement(module_op, rewriter.generated, ctx)
+    if module_op.name == "builtin.module":
+        count += pair_donations(module_op, ctx, only=func)
     return count, concat_rejections + rewriter.rejections
 
 
@@ -279,6 +315,7 @@ def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassCont
                     func, concat_rejections + rewriter.rejections, rewriter.analysis):
                 ctx.remark(location, message)
     total -= keep_one_shot_agreement(module_op, generated, ctx, remarks)
+    total += pair_donations(module_op, ctx)
     return total
 
 
@@ -357,6 +394,7 @@ def keep_one_shot_agreement(module_op, generated, ctx: PassContext | None = None
         ("concats", "tensor.concat ops computed into their final storage"),
         ("insert-slices", "tensor.insert_slice parts computed straight into their destination"),
         ("rebased-reads", "Updates whose later reads of disjoint slices now read the new value"),
+        ("paired-donations", "Paired results moved into their donated argument's buffer"),
         ("rejected-dead", "Candidates rejected: the operand is used later"),
         ("rejected-unaliased", "Candidates rejected: an alias is used later or escaped"),
         ("rejected-owned", "Candidates rejected: non-donated argument or constant"),

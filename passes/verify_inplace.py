@@ -25,8 +25,22 @@ When only One-Shot objects, the message says so. The rules are
 :class:`tdf.passes.analysis.inplace.InplaceAnalysis`'s, One-Shot's verdict
 :func:`tdf.passes.analysis.one_shot.one_shot_copies`.
 
-Options: ``strict`` (default off). Statistics: ``checked`` (in-place operands
-checked), ``violations``.
+With option ``donations`` it also checks **donation pairing**: each
+donated argument paired with a result (JAX's rule, or the function's
+``tdf.donation_pairs``: :mod:`tdf.passes.analysis.donation`) must hold that
+result -- One-Shot Bufferize's analysis must find the result equivalent to
+the argument. A miss is reported on the op computing the result:
+``donated argument #2 (%arg2) does not hold its paired result #1
+(tensor<8xf32>): %arg2 is still used by %5 (linalg.generic) after %4
+(linalg.generic) (donation)``. ``tdf.compile(strict=True)`` and
+``tdf-lower-to-cpu{strict=true}`` turn it on; it is off by default because a
+pair can be impossible (the argument is read after its result is computed):
+the in-place invariant (the output of ``tdf-insert-inplace`` passes
+``tdf-verify-inplace{strict}``) is about copies, not about pairs.
+
+Options: ``strict`` (default off), ``donations`` (default off). Statistics:
+``checked`` (in-place operands checked), ``violations``, ``pairs`` (paired
+donated arguments checked), ``pair-misses``.
 
 Before / after (the IR is unchanged; diagnostics only)::
 
@@ -42,12 +56,14 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ._pair_donations import explain_pair
+from .analysis.donation import donation_pairs, one_shot_equivalences, pairs_problem, returns_of
 from .analysis.inplace import InplaceAnalysis, namer
 from .analysis.one_shot import one_shot_copies
-from .ir_utils import collect_ops, function_bodies, op_key
+from .ir_utils import collect_ops, function_bodies, op_key, sym_name
 from .registry import PassContext, PassOption, register_pass
 
-__all__ = ["verify_function", "verify_inplace"]
+__all__ = ["verify_function", "verify_inplace", "verify_donations", "pair_misses"]
 
 
 def verify_function(func, copies: dict | None = None) -> list:
@@ -84,9 +100,13 @@ def verify_function(func, copies: dict | None = None) -> list:
     "Check every tdf.call_inplace against the in-place safety rules and One-Shot "
     "Bufferize's analysis (warning, or error with strict, where a copy would be needed)",
     options=[PassOption("strict", bool, False,
-                        "Make a violation an error instead of a warning")],
+                        "Make a violation an error instead of a warning"),
+             PassOption("donations", bool, False,
+                        "Also check that each donated argument holds its paired result")],
     statistics=[("checked", "In-place operands checked"),
-                ("violations", "In-place operands that need a copy")],
+                ("violations", "In-place operands that need a copy"),
+                ("pairs", "Donated arguments paired with a result, checked"),
+                ("pair-misses", "Paired results not computed in their donated argument")],
 )
 def verify_inplace(op, ctx: PassContext) -> None:
     """The pass (see the module docstring for rules and options)."""
@@ -108,3 +128,56 @@ def verify_inplace(op, ctx: PassContext) -> None:
                 ctx.error(call, message + "; in-place call would need a copy")
             else:
                 ctx.warning(call, message + "; a copy will be made")
+    if ctx.option("donations"):
+        verify_donations(op, ctx)
+
+
+def pair_misses(module_op) -> tuple[list, int]:
+    """``(op, message)`` for every donated argument in ``module_op`` (a
+    ``builtin.module``) that does not hold its paired result (One-Shot's
+    analysis decides; tdf's rules say why), ``op`` being the op that
+    computes the result (or the ``func.return``). Also the number of pairs
+    checked: ``(misses, checked)``."""
+    candidates = [(f, donation_pairs(f)) for f in function_bodies(module_op)]
+    candidates = [(f, pairs) for f, pairs in candidates if any(a >= 0 for a in pairs)]
+    if not candidates:
+        return [], 0
+    equivalences = one_shot_equivalences(module_op) or {}
+    misses, checked = [], 0
+    for func, pairs in candidates:
+        rets = returns_of(func)
+        equivalent = equivalences.get(sym_name(func)) or [-1] * len(pairs)
+        name = namer(func)
+        for r, a in enumerate(pairs):
+            if a < 0:
+                continue
+            checked += 1
+            if r < len(equivalent) and equivalent[r] == a:
+                continue
+            arg = func.regions[0].blocks[0].arguments[a]
+            value = rets[0].operands[r] if len(rets) == 1 else None
+            where = func if value is None else (
+                rets[0] if isinstance(value.owner, ir.Block) else value.owner.operation)
+            if r < len(equivalent) and equivalent[r] >= 0:
+                why = f"it is computed in the buffer of argument #{equivalent[r]}"
+            else:
+                why = explain_pair(func, r, a, module_op)
+            misses.append((where, f"donated argument #{a} ({name(arg)}) does not hold its "
+                                  f"paired result #{r} ({arg.type}): {why}"))
+    return misses, checked
+
+
+def verify_donations(op, ctx: PassContext) -> None:
+    """The ``donations`` check (see the module docstring)."""
+    for func in function_bodies(op):
+        problem = pairs_problem(func)
+        if problem is not None:
+            ctx.error(func, problem)
+    misses, checked = pair_misses(op.operation)
+    ctx.statistic("pairs", checked)
+    for where, message in misses:
+        ctx.statistic("pair-misses")
+        if ctx.option("strict"):
+            ctx.error(where, message + " (donation)")
+        else:
+            ctx.warning(where, message + " (donation); the result is computed in a new buffer")

@@ -27,3 +27,13 @@ func.func @donation_updated_through_view(%x: tensor<4x8xf32> {tdf.donate}, %v: t
   %sum = linalg.add ins(%flat, %v : tensor<8xf32>, tensor<8xf32>) outs(%flat : tensor<8xf32>) -> tensor<8xf32>
   return %sum : tensor<8xf32>
 }
+
+// -----
+
+// tdf.donation_pairs must pair results with donated arguments of their type.
+// expected-error@+2 {{'tdf.donation_pairs' pairs result #0 (tensor<4xf32>) with donated argument #0 of another or a dynamic type (tensor<8xf32>)}}
+// expected-warning@+1 {{donated argument #0 of @negative_pairs_of_another_type (type tensor<8xf32>) cannot be used}}
+func.func @negative_pairs_of_another_type(%x: tensor<8xf32> {tdf.donate}, %y: tensor<4xf32>) -> tensor<4xf32>
+    attributes {tdf.donation_pairs = array<i64: 0>} {
+  return %y : tensor<4xf32>
+}

@@ -135,9 +135,12 @@ class InplaceAnalysis:
                           ") may alias a value passed to an opaque call")
         for k, other in enumerate(op.operands):
             # Another view of the same storage read by this very op (the same
-            # value twice is the kernel rule's business).
+            # value twice is the kernel rule's business). A tensor.empty holds
+            # nothing to read (the init the rewrite replaces, which the
+            # classes merged with %value through the other branch of an
+            # scf.if that yields both).
             if k != index and other != value and is_tensor(other) \
-                    and self.alias.same_class(other, value):
+                    and not _is_empty(other) and self.alias.same_class(other, value):
                 return reject("unaliased", f"operand #{index} (", value,
                               f") may share storage with operand #{k} (", other,
                               ") of the same op")
@@ -271,6 +274,11 @@ class InplaceAnalysis:
         at run time: a ``tensor.cast`` adapts it) or static and at least the
         result's (the leading corner is reused through an ``extract_slice``)."""
         return size_adaptation(have, need) is not None
+
+
+def _is_empty(value) -> bool:
+    owner = value.owner
+    return not isinstance(owner, ir.Block) and owner.operation.name == "tensor.empty"
 
 
 def size_adaptation(have, need):

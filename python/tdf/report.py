@@ -36,9 +36,9 @@ from .vocabulary import (
     static_nbytes,
 )
 
-__all__ = ["InplaceDecision", "Copy", "Allocation", "FusedCall", "Report", "GPUReport",
+__all__ = ["InplaceDecision", "DonationPairing", "Copy", "Allocation", "FusedCall", "Report", "GPUReport",
            "tag_calls", "fused_calls", "count_inplace_calls", "inplace_decisions", "buffers",
-           "returned_args", "record_gpu_stage", "COPY_BEFORE_WRITE_REASON"]
+           "returned_args", "record_gpu_stage", "donation_pairings", "COPY_BEFORE_WRITE_REASON"]
 
 COPY_BEFORE_WRITE_REASON = "copy_before_write=True: every write copies"
 
@@ -61,6 +61,27 @@ class InplaceDecision:
     def __str__(self):
         verdict = "in place" if self.inplace else f"COPY ({self.reason})"
         return f"@{self.function}: {self.op} operand #{self.operand} at {self.location}: {verdict}"
+
+
+@dataclass
+class DonationPairing:
+    """A donated argument and the result it is paired with (JAX's rule,
+    :mod:`tdf.passes.analysis.donation`): ``inplace`` when One-Shot
+    Bufferize computes the result in the argument's buffer (the caller's
+    donated array comes back as that result), else ``reason`` says why not."""
+
+    function: str
+    argument: int
+    result: int
+    type: str
+    location: str
+    inplace: bool
+    reason: str = ""
+
+    def __str__(self):
+        verdict = "in place" if self.inplace else f"NOT in place ({self.reason})"
+        return (f"@{self.function}: donated argument #{self.argument} -> result #{self.result} "
+                f"({self.type}) at {self.location}: {verdict}")
 
 
 @dataclass
@@ -120,6 +141,7 @@ class Report:
     returned_args: dict = field(default_factory=dict)
     copy_before_write: bool = False
     fused_calls: list = field(default_factory=list)
+    pairings: list = field(default_factory=list)
     #: Entry function name -> :class:`tdf.memory.MemoryAnalysis` (the
     #: memory plan's figures; set by :class:`tdf.compiler.Program`).
     memory: dict = field(default_factory=dict)
@@ -132,6 +154,14 @@ class Report:
     def from_cache(self) -> bool:
         """True when the program was loaded from the compilation cache."""
         return self.cache.startswith("hit")
+
+    def __post_init__(self):
+        # :func:`inplace_decisions` returns the :class:`DonationPairing`
+        # records among the decisions: they are listed on their own.
+        pairs = [d for d in self.decisions if isinstance(d, DonationPairing)]
+        if pairs:
+            self.decisions = [d for d in self.decisions if not isinstance(d, DonationPairing)]
+            self.pairings = pairs + list(self.pairings)
 
     def bytes_allocated(self, function: str | None = None) -> int:
         """Static bytes allocated per call (allocations in loops count once)."""
@@ -152,6 +182,10 @@ class Report:
         if self.fused_calls:
             lines.append("kernel calls fused:")
             lines += [f"  {f}" for f in self.fused_calls]
+        if self.pairings:
+            lines.append("donation pairings (a result with the shape and dtype of a donated "
+                         "argument is computed in its buffer):")
+            lines += [f"  {p}" for p in self.pairings]
         lines.append("copies that remain:")
         lines += [f"  {c}" for c in self.copies] or ["  none"]
         functions = sorted({a.function for a in self.allocations} | set(self.returned_args))
@@ -343,7 +377,9 @@ def _decisions_at(op, func, filename: str, access: dict) -> list:
 def inplace_decisions(module, filename: str) -> tuple[list, list]:
     """Runs ``tdf-donate`` and One-Shot Bufferize in analysis-only mode (the
     options of every tdf pipeline) on a clone of ``module``; returns the
-    :class:`InplaceDecision` of every write and, among them, the copies
+    :class:`InplaceDecision` of every write, then the
+    :class:`DonationPairing` of every donated argument paired with a result
+    (:class:`Report` lists them apart), and, among the decisions, the copies
     forced on ``tdf.call_inplace`` operands."""
     from .pipeline import run_pipeline
 
@@ -360,7 +396,43 @@ def inplace_decisions(module, filename: str) -> tuple[list, list]:
             for op in collect_ops(func):
                 decisions += _decisions_at(op, func, filename, access)
     forced = [d for d in decisions if d.op == "tdf.call_inplace" and not d.inplace]
+    for func in _functions(copy):
+        if has_body(func):
+            decisions += donation_pairings(func, copy, filename)
     return decisions, forced
+
+
+def donation_pairings(func, module_op, filename: str | None) -> list:
+    """The :class:`DonationPairing` of each paired result of ``func``, a
+    function of a module One-Shot Bufferize analysed (``module_op``)."""
+    from .passes._pair_donations import explain_pair
+    from .passes.analysis.donation import donation_pairs, equivalences_of, returns_of
+
+    pairs = donation_pairs(func)
+    if not any(a >= 0 for a in pairs):
+        return []
+    equivalent = equivalences_of(func) or [-1] * len(pairs)
+    rets = returns_of(func)
+    found = []
+    for r, a in enumerate(pairs):
+        if a < 0:
+            continue
+        value = rets[0].operands[r] if len(rets) == 1 else None
+        where = rets[0] if value is None or isinstance(value.owner, ir.Block) \
+            else value.owner.operation
+        inplace = equivalent[r] == a
+        reason = "" if inplace else _pairing_reason(func, r, a, equivalent[r], module_op,
+                                                    explain_pair)
+        found.append(DonationPairing(sym_name(func), a, r, str(func.regions[0].blocks[0]
+                                                             .arguments[a].type),
+                                     _location(where, filename), inplace, reason))
+    return found
+
+
+def _pairing_reason(func, result, argument, landed, module_op, explain) -> str:
+    if landed >= 0:
+        return f"it is computed in the buffer of argument #{landed}"
+    return explain(func, result, argument, module_op)
 
 
 _LOOP_OPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall", "affine.for"})

@@ -19,6 +19,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from ..errors import TDFError
+from ..passes.analysis.donation import PAIRS_ATTR, pair_by_type
 from ..vocabulary import DEST_OPERAND, DONATE_ATTR
 from ._builder import (
     Translator,
@@ -97,6 +98,19 @@ class _Signature:
                 seen[atom] = len(self.results)
                 self.outputs.append(("result", len(self.results)))
                 self.results.append(atom)
+        # JAX's donation pairing over every output leaf: a compiled result
+        # carries its pair (tdf.donation_pairs); another output (a literal, a
+        # constant, a copied argument, a duplicate) is written into its
+        # donated leaf in Python, as XLA writes it into the donated buffer.
+        pairs = pair_by_type([_pair_key(a) for a in self.in_avals], donated,
+                             [_pair_key(a) for a in out_avals])
+        self.result_pairs = [-1] * len(self.results)
+        self.python_pairs = []
+        for k, ((kind, value), leaf) in enumerate(zip(self.outputs, pairs)):
+            if leaf >= 0 and kind == "result":
+                self.result_pairs[value] = leaf
+            elif leaf >= 0:
+                self.python_pairs.append((k, leaf))
 
 
 class Lowered:
@@ -151,12 +165,17 @@ class Lowered:
             from ..compiler import compile as tdf_compile
             program = tdf_compile(self._program_input(options), filename=self.name, **options)
             if strict:
-                _check_strict(program)
+                _check_strict(program, self._signature)
             self._compiled[key] = program
         return program
 
 
-def _check_strict(program):
+def _pair_key(aval):
+    """JAX pairs a donated leaf with an output of the same shape and dtype."""
+    return tuple(aval.shape), aval.dtype
+
+
+def _check_strict(program, sig=None):
     report = program.report()
     bad = [d for d in report.decisions if not d.inplace and d.op in _UPDATE_OPS]
     if bad:
@@ -165,6 +184,41 @@ def _check_strict(program):
         raise StrictInplaceError(f"strict=True: {len(bad)} update(s) would run out of place "
                                  f"(donate the argument or drop other uses of the updated "
                                  f"value):\n{lines}")
+    missed = [p for p in report.pairings if not p.inplace and p.function == "main"]
+    if missed:
+        names = _leaf_names(sig)
+        lines = "\n".join(
+            f"  donated {names[0].get(p.argument, f'argument #{p.argument}')} ({p.type}) -> "
+            f"{names[1].get(p.result, f'result #{p.result}')} at {p.location}: {p.reason}"
+            for p in missed)
+        raise StrictInplaceError(
+            f"strict=True: {len(missed)} donated leaf(s) not updated in place (a result with "
+            f"the shape and dtype of a donated leaf is computed in its buffer, as JAX does):"
+            f"\n{lines}")
+
+
+def _leaf_names(sig):
+    """({compiled argument: 'leaf args[1]['mu']'}, {compiled result: 'output
+    leaf [0]'}) for messages."""
+    if sig is None:
+        return {}, {}
+    import jax
+    paths = jax.tree_util.tree_flatten_with_path(
+        jax.tree_util.tree_unflatten(sig.in_tree, list(range(sig.in_tree.num_leaves))))[0]
+    dynamic = [i for i in range(len(sig.in_tree.children()) + len(sig.static_args))
+               if i not in sig.static_args]
+    args = {}
+    for leaf, (path, _) in enumerate(paths):
+        first, rest = path[0], path[1:]
+        position = dynamic[first.idx] if hasattr(first, "idx") else first
+        args[leaf] = f"leaf args[{position}]{jax.tree_util.keystr(tuple(rest))}"
+    out_paths = jax.tree_util.tree_flatten_with_path(
+        jax.tree_util.tree_unflatten(sig.out_tree, list(range(sig.out_tree.num_leaves))))[0]
+    results = {}
+    for k, (kind, value) in enumerate(sig.outputs):
+        if kind == "result" and value not in results and k < len(out_paths):
+            results[value] = f"output leaf {jax.tree_util.keystr(out_paths[k][0]) or '#0'}"
+    return args, results
 
 
 def _build_module(sig: _Signature, name: str, where=None):
@@ -185,6 +239,8 @@ def _build_module(sig: _Signature, name: str, where=None):
             for donated in list(sig.donated) + [False] * len(const_types):
                 attrs.append(ir.DictAttr.get({DONATE_ATTR: ir.UnitAttr.get()} if donated else {}))
             fn.arg_attrs = ir.ArrayAttr.get(attrs)
+            if any(sig.donated):
+                fn.attributes[PAIRS_ATTR] = ir.DenseI64ArrayAttr.get(sig.result_pairs)
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
                 n = len(arg_types)
@@ -384,6 +440,8 @@ class JitFunction:
             elif out.shape != aval.shape:
                 out = out.reshape(aval.shape)
             outs.append(out)
+        for k, leaf in sig.python_pairs:
+            _into_donated(outs, k, arrays[leaf])
         return jax.tree_util.tree_unflatten(sig.out_tree, outs)
 
     def _inputs(self, leaves, sig):
@@ -413,6 +471,19 @@ class JitFunction:
                 array = view
             passed.append(array)
         return arrays, passed, unsigned
+
+
+def _into_donated(outs, k, target) -> None:
+    """Output ``k`` (made in Python) is written into ``target``, the donated
+    leaf JAX pairs it with, unless another output may share its memory."""
+    out = outs[k]
+    if (type(out) is np.ndarray and type(target) is np.ndarray and out.dtype == target.dtype
+            and out.shape == target.shape and target.flags.writeable
+            and target.flags.c_contiguous
+            and not any(np.may_share_memory(target, o) for o in outs
+                        if type(o) is np.ndarray)):
+        np.copyto(target, out)
+        outs[k] = target
 
 
 def _prng_flags():
