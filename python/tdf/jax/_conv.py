@@ -261,14 +261,23 @@ def _conv_general_dilated(tr, eqn, args):
     return [_contract(tr, cv, built, ldtype, rdtype, acc_dtype, out_dtype)]
 
 
-def _kernel_view(tr, cv, rhs, k_tags, collapse_k):
+def _kernel_view(tr, cv, rhs, k_tags, collapse_k, keep_o=False):
     """The kernel as (value, groups): its dimensions in memory order with
     the output feature split into (g, o), unit dimensions dropped, and the
     K dimensions collapsed into one group when ``collapse_k`` (transposed
     to [O, F, K...] first when they are not adjacent in memory); without
     ``collapse_k`` only the (unit) kernel spatial dimensions are dropped.
-    Reshaped by :func:`opaque_reshape`, which fusion leaves alone."""
-    order = cv.drop_units(cv.rhs_order) if collapse_k else cv.direct_tags(cv.rhs_order)
+    ``keep_o`` keeps a unit output feature (and the group). Reshaped by
+    :func:`opaque_reshape`, which fusion leaves alone."""
+    def kept(tags):
+        if not collapse_k:
+            return cv.direct_tags(tags)
+        if keep_o:
+            return [t for t in tags if t == "o" or (t == "g" and cv.groups > 1)
+                    or cv.sizes[t] != 1]
+        return cv.drop_units(tags)
+
+    order = kept(cv.rhs_order)
     ks = [t for t in order if t in k_tags]
     positions = [order.index(t) for t in ks]
     adjacent = not positions or positions == list(range(positions[0], positions[0] + len(ks)))
@@ -277,7 +286,7 @@ def _kernel_view(tr, cv, rhs, k_tags, collapse_k):
         rt = ir.RankedTensorType(rhs.type)
         init = tr.empty([rt.shape[p] for p in perm], rt.element_type)
         rhs = linalg.transpose(rhs, outs=[init], permutation=perm).results[0]
-        order = cv.drop_units(["g", "o", "f"] + [("k", i) for i in range(cv.nsp)])
+        order = kept(["g", "o", "f"] + [("k", i) for i in range(cv.nsp)])
         ks = [t for t in order if t in k_tags]
     if collapse_k and ks:
         groups = _group_runs(order, set(ks))
@@ -326,21 +335,39 @@ def _direct_operands(tr, cv, x, rhs, m_tags, k_tags):
 
 def _patch_operands(tr, cv, x, rhs, m_tags, k_tags):
     """Operands of the im2col form: the patches tensor A, the kernel view B
-    and the result's groups."""
-    b_value, b_groups, k_order = _kernel_view(tr, cv, rhs, k_tags, collapse_k=True)
-    c_groups = _result_groups(cv.drop_units(cv.out_order), m_tags, collapse_m=True)
-    if len(c_groups) + 1 > _MAX_DIMS:
-        # The output's layout interleaves its batch and spatial dimensions
-        # with the features (3-d and up): compute [groups..., M, O] and
-        # transpose it to the output's layout afterwards.
-        canonical = cv.drop_units(m_tags + ["g", "o"])
-        c_groups = _result_groups(canonical, m_tags, collapse_m=True)
-    m_groups = [g for g in c_groups if g[0] in m_tags]
+    and the result's groups.
+
+    The patches hold the M dimensions in runs of the output's order (each
+    run contiguous) and K collapsed. The contraction itself sees the
+    result in the output's own dimensions (unit ones included, the output
+    feature split into (g, o)) and the patches reshaped to match: the BLAS
+    runtime merges the dimensions that are contiguous in every operand, and
+    the result needs no reshape that deallocation cannot see through (a
+    ``tensor.reshape`` of a returned buffer is copied at the return). Only
+    when that takes more loops than the runtime has (3-d groups, layouts
+    interleaving batch/spatial and feature) are the runs collapsed in the
+    contraction too (or the result computed as [M, O] and transposed)."""
+    reduces = any(cv.sizes[t] != 1 for t in k_tags)
+    split = (1 if cv.groups > 1 else 0) + len(m_tags) + 2 <= _MAX_DIMS and reduces
+    b_value, b_groups, k_order = _kernel_view(tr, cv, rhs, k_tags, collapse_k=True,
+                                              keep_o=split)
     k_group = tuple(k_order)
+    runs = _result_groups(cv.drop_units(cv.out_order), m_tags, collapse_m=True)
+    flat = [(t,) for t in cv.direct_tags(cv.out_order)]
+    if split:
+        c_groups = flat
+    else:
+        c_groups = runs
+        if len(c_groups) + 1 > _MAX_DIMS:
+            # compute [groups..., M, O] and transpose it to the output's
+            # layout afterwards
+            canonical = cv.drop_units(m_tags + ["g", "o"])
+            c_groups = runs = _result_groups(canonical, m_tags, collapse_m=True)
+    m_groups = [g for g in runs if g[0] in m_tags]
     # the block (M or K) whose innermost dimension reads x with the smaller
     # stride goes innermost (the copy's inner loop then streams), on a tie
     # the one with the longer innermost dimension (NCHW: the output row,
-    # not the kernel row)
+    # not the kernel row); K sits just inside the other M runs
     stride = _input_strides(cv, ir.RankedTensorType(x.type))
     k_last = True
     if m_groups and k_group:
@@ -348,15 +375,24 @@ def _patch_operands(tr, cv, x, rhs, m_tags, k_tags):
         m_key = (stride(m_tag), -cv.sizes[m_tag])
         k_key = (stride(k_tag), -cv.sizes[k_tag])
         k_last = k_key <= m_key
-    elif not k_group:
-        k_last = False
     head = [("g",)] if cv.groups > 1 else []
-    a_groups = head + (m_groups + [k_group] if k_last else [k_group] + m_groups)
     if not k_group:
-        a_groups = head + m_groups
-    patches = _patches(tr, cv, _used_extent(tr, cv, x), [t for g in a_groups for t in g])
+        p_groups = head + m_groups
+    elif k_last:
+        p_groups = head + m_groups + [k_group]
+    else:
+        p_groups = head + m_groups[:-1] + [k_group] + m_groups[-1:]
+    patches = _patches(tr, cv, _used_extent(tr, cv, x), [t for g in p_groups for t in g])
+    if split:
+        # the patches' runs as single dimensions, the result's unit M
+        # dimensions in front (size 1: anywhere will do)
+        units = [(t,) for t in m_tags if cv.sizes[t] == 1]
+        a_groups = units + [g2 for g in p_groups for g2 in
+                            ([g] if g == k_group else [(t,) for t in g])]
+    else:
+        a_groups = p_groups
     a_value = _view(tr, patches, a_groups, cv.sizes, opaque=True)
-    return (a_value, a_groups), (b_value, b_groups), c_groups, True
+    return (a_value, a_groups), (b_value, b_groups), c_groups, not split
 
 
 def _used_extent(tr, cv, x):
