@@ -251,10 +251,19 @@ def _run_strict_stage(module, passes: list[str], forced: list, filename: str) ->
     try:
         _run(module, passes, filename)
     except PipelineError as err:
-        lines = "".join(f"\n  {d}" for d in forced)
         errors = [d for d in err.diagnostics if d.severity == "error"]
-        raise StrictModeError(f"strict mode: {len(errors)} tdf.call_inplace operand(s) "
-                              f"would need a copy{lines}", errors) from None
+        misses = [d for d in errors if d.message.endswith("(donation)")]
+        copies = len(errors) - len(misses)
+        parts = []
+        if copies:
+            parts.append(f"{copies} tdf.call_inplace operand(s) would need a copy")
+        if misses:
+            parts.append(f"{len(misses)} donated argument(s) would not hold their paired "
+                         f"result")
+        lines = "".join(f"\n  {d}" for d in forced) + \
+            "".join(f"\n  {d.location}: {d.message}" for d in misses)
+        raise StrictModeError(f"strict mode: {'; '.join(parts) or 'failed'}{lines}",
+                              errors) from None
 
 
 def _mark_c_interfaces(module, entries: dict) -> None:
