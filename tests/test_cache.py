@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import pickle
 import subprocess
@@ -221,6 +222,28 @@ def test_jit_constants_are_in_the_key(cache_dir):
         assert lowered._default.report().from_cache == (k >= 2)
         np.testing.assert_allclose(out, np.asarray(jax.jit(fn)(x)), rtol=1e-6)
     assert len(stored(cache_dir)) == 2
+
+
+def test_jit_key_of_prng_programs(cache_dir):
+    """Typed PRNG keys closed over (constants) are keyed by their key data;
+    the threefry flag, part of the JAX configuration, is in the key."""
+    x = np.ones(3, np.float32)
+    fns = [(lambda v, k=k: jax.random.normal(k, (3,)) + v) for k in
+           (jax.random.key(7), jax.random.key(8))]
+    for k, fn in enumerate(fns + fns):
+        f, out = call(fn, x)
+        (lowered,) = f._cache.values()
+        assert lowered._default.report().from_cache == (k >= 2)
+        np.testing.assert_allclose(out, np.asarray(jax.jit(fn)(x)), rtol=1e-6)
+    bits = lambda v: jax.random.bits(jax.random.key(3), (4,)) + v  # noqa: E731
+    u = np.zeros(4, np.uint32)
+    with jax.threefry_partitionable(False):
+        f, out = call(bits, u)
+        np.testing.assert_array_equal(out, np.asarray(jax.jit(bits)(u)))
+    f, out = call(bits, u)  # the other flag: another program, not a hit
+    (lowered,) = f._cache.values()
+    assert not lowered._default.report().from_cache
+    np.testing.assert_array_equal(out, np.asarray(jax.jit(bits)(u)))
 
 
 def test_unkeyable_jaxpr_is_keyed_by_its_text(cache_dir, monkeypatch):
@@ -621,13 +644,18 @@ def test_shared_library_kernels_are_linked_not_cached(cache_dir, tmp_path, share
     hit = tdf.compile(KERNEL_PROGRAM, inplace=False, shared_libs=[lib])
     assert_same_program(hit, miss)
     np.testing.assert_array_equal(hit.f(x), np.asarray(jax.jit(lambda v: 2.0 * v)(x)))
-    shared_lib("kernels", KERNEL_C.replace("FACTOR", "3.0f"))  # rebuilt in place
-    out = str(tmp_path / "k.npy")
-    run = subprocess.run([sys.executable, "-c",
-                          _KERNEL_RUN.format(text=KERNEL_PROGRAM, lib=lib, out=out)],
-                         capture_output=True, text=True, check=True)
-    assert run.stdout.strip() == "hit: loaded, not compiled"
-    np.testing.assert_array_equal(np.load(out), np.asarray(jax.jit(lambda v: 3.0 * v)(x)))
+    runs = []
+    for factor in (2.0, 3.0):
+        shared_lib("kernels", KERNEL_C.replace("FACTOR", f"{factor}f"))  # rebuilt in place
+        out = str(tmp_path / f"k{factor}.npy")
+        runs.append(subprocess.run([sys.executable, "-c",
+                                    _KERNEL_RUN.format(text=KERNEL_PROGRAM, lib=lib, out=out)],
+                                   capture_output=True, text=True, check=True))
+        want = np.asarray(jax.jit(lambda v, c=factor: c * v)(x))
+        np.testing.assert_array_equal(np.load(out), want)
+    # (the first process may have compiled: this one's fingerprint of tdf's
+    # sources is the one to compare with)
+    assert runs[1].stdout.strip() == "hit: loaded, not compiled"
 
 
 def test_errors_are_never_cached(cache_dir):
@@ -636,3 +664,18 @@ def test_errors_are_never_cached(cache_dir):
         with pytest.raises(tdf.compiler.CompileError, match="scale_nowhere"):
             tdf.compile(bad, inplace=False)
     assert stored(cache_dir) == []
+
+
+def test_cache_benchmark_smoke(tmp_path):
+    """benchmarks/cache.py at toy size: every variant runs in a fresh
+    process, the warm one from the cache without translating (the script
+    asserts it) and every tdf result matches jax.jit's."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "cache.py"), "--tiny",
+                           "--only", "adam", "--reps", "1", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (row,) = json.loads((tmp_path / "cache.json").read_text())["rows"]
+    assert row["workload"] == "adam"
+    assert all(0 < s < 600 for s in row["seconds"].values())
+    assert row["warm_stages"]["tdf.compile"] > 0 and "translate" not in row["warm_stages"]

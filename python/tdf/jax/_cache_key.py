@@ -18,7 +18,9 @@ version. tdf's own sources are in :func:`tdf.cache.toolchain_fingerprint`.
 
 A parameter value whose meaning its ``repr`` may not carry (an object of an
 unknown class printed with its address) makes the program *unkeyable*: it is
-then keyed by its text, as ``tdf.compile`` keys any program. Python
+then keyed by its text, as ``tdf.compile`` keys any program (and so is one
+the key fails on in any other way). Typed PRNG key arrays are keyed by their
+key data and key type. Python
 callables in parameters (the rules of ``custom_jvp``/``custom_vjp``, thunks)
 are left out: the translator inlines the primal jaxpr and never calls them.
 """
@@ -53,7 +55,14 @@ class _Writer:
     # -- values -----------------------------------------------------------
 
     def array(self, value) -> str:
-        a = np.asarray(value)
+        try:
+            a = np.asarray(value)
+        except TypeError:  # a typed PRNG key array: its key data
+            import jax
+            dtype = getattr(value, "dtype", None)
+            if dtype is None or not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+                raise Unkeyable(f"a {type(value).__name__} without an array value") from None
+            return f"key({dtype},{self.array(jax.random.key_data(value))})"
         if a.dtype.hasobject:
             raise Unkeyable("an object array")
         digest = hashlib.sha256(a.tobytes()).hexdigest()
@@ -164,5 +173,7 @@ def program_key(sig, name: str, where) -> str | None:
             w.put(f"{field} {getattr(sig, field, None)!r}")
         w.put(w.jaxpr(sig.closed))
     except Unkeyable:
+        return None
+    except Exception:  # noqa: BLE001 - never fail a compile: key the program by its text
         return None
     return w.h.hexdigest()
