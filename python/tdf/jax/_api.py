@@ -21,10 +21,13 @@ from mlir.dialects import func
 from ..errors import TDFError
 from ..passes.analysis.donation import PAIRS_ATTR, pair_by_type
 from ..vocabulary import DEST_OPERAND, DONATE_ATTR
+from . import _refs
 from ._builder import (
+    ArgumentError,
     Translator,
     UnsupportedPrimitiveError,
     call_site,
+    format_where,
     is_key,
     physical_aval,
     physical_value,
@@ -35,6 +38,15 @@ from ._builder import (
 __all__ = ["jit", "JitFunction", "Lowered", "StrictInplaceError"]
 
 _PY_SCALARS = (bool, int, float, complex)
+#: numpy dtype kinds that are not JAX arrays: objects, strings, dates
+_NOT_ARRAYS = "OUSMm"
+#: The Python ints JAX takes as (weakly typed) arguments, by jax_enable_x64.
+_INT_RANGE = {False: (-(1 << 31), (1 << 31) - 1), True: (-(1 << 63), (1 << 63) - 1)}
+
+
+def _x64() -> bool:
+    from jax._src import config
+    return bool(config.enable_x64.value)
 
 # Updates that strict=True requires in place: every destination-style tensor op.
 _UPDATE_OPS = frozenset(DEST_OPERAND)
@@ -45,6 +57,26 @@ class StrictInplaceError(TDFError):
     scatter) would copy its operand instead of running in place."""
 
 
+def _at() -> str:
+    """``file:line:col: `` of the user's call (for argument errors), or ''."""
+    where = call_site()
+    return f"{format_where(where)}: " if where else ""
+
+
+def _check_arity(fun, args, name) -> None:
+    """:class:`ArgumentError` when ``fun`` cannot take ``args`` (instead of
+    the ``TypeError`` Python raises inside the trace)."""
+    import inspect
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):  # a builtin without a signature: the trace says
+        return
+    try:
+        signature.bind(*args)
+    except TypeError as err:
+        raise ArgumentError(f"{_at()}{name}: {err}") from None
+
+
 def _normalize_argnums(value, name):
     if value is None:
         return ()
@@ -53,7 +85,8 @@ def _normalize_argnums(value, name):
     try:
         out = tuple(int(v) for v in value)
     except TypeError:
-        raise TypeError(f"{name} must be an int or a sequence of ints, got {value!r}") from None
+        raise ArgumentError(f"{_at()}{name} must be an int or a sequence of ints, "
+                            f"got {value!r}") from None
     return out
 
 
@@ -61,8 +94,14 @@ class _Signature:
     """Everything derived from one trace: the jaxpr, trees, avals, donation
     per leaf and how each output is produced."""
 
-    def __init__(self, closed, in_tree, out_tree, out_avals, donated, static_args):
+    def __init__(self, closed, in_tree, out_tree, out_avals, donated, static_args,
+                 ref_leaves=(), ref_consts=(), discharged=False):
         self.closed = closed
+        self.discharged = discharged  # refs functionalized (see _refs)
+        # jax.Ref leaves (donated; closed-over refs are leaves after the
+        # arguments): the last len(ref_leaves) outputs are their final values
+        self.ref_leaves = list(ref_leaves)
+        self.ref_consts = list(ref_consts)
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.out_avals = out_avals
@@ -102,8 +141,10 @@ class _Signature:
         # carries its pair (tdf.donation_pairs); another output (a literal, a
         # constant, a copied argument, a duplicate) is written into its
         # donated leaf in Python, as XLA writes it into the donated buffer.
-        pairs = pair_by_type([_pair_key(a) for a in self.in_avals], donated,
-                             [_pair_key(a) for a in out_avals])
+        n_user = len(out_avals) - len(self.ref_leaves)
+        free = [d and i not in self.ref_leaves for i, d in enumerate(donated)]
+        pairs = pair_by_type([_pair_key(a) for a in self.in_avals], free,
+                             [_pair_key(a) for a in out_avals[:n_user]]) + self.ref_leaves
         self.result_pairs = [-1] * len(self.results)
         self.python_pairs = []
         for k, ((kind, value), leaf) in enumerate(zip(self.outputs, pairs)):
@@ -228,10 +269,10 @@ def _build_module(sig: _Signature, name: str, where=None):
         module = ir.Module.create()
         tr = Translator(name, fallback=where)
         tr.check_dtypes(sig.closed.jaxpr)
-        arg_types = [tensor_type(a, f"{name}: argument leaf #{i}: ")
-                     for i, a in enumerate(sig.in_avals)]
-        const_types = [tensor_type(v.aval, f"{name}: constant: ") for v in sig.closed.jaxpr.constvars]
-        result_types = [tensor_type(v.aval, f"{name}: result leaf #{i}: ")
+        at = f"{format_where(where)}: {name}: "
+        arg_types = [tensor_type(a, f"{at}argument leaf #{i}: ") for i, a in enumerate(sig.in_avals)]
+        const_types = [tensor_type(v.aval, f"{at}constant: ") for v in sig.closed.jaxpr.constvars]
+        result_types = [tensor_type(v.aval, f"{at}result leaf #{i}: ")
                         for i, v in enumerate(sig.results)]
         with ir.InsertionPoint(module.body):
             fn = func.FuncOp("main", ir.FunctionType.get(arg_types + const_types, result_types))
@@ -251,8 +292,13 @@ def _build_module(sig: _Signature, name: str, where=None):
                 # A result returned twice by the function would alias: the
                 # duplicates are copies made in Python (see _Signature).
                 func.ReturnOp(env_outs)
-        if not module.operation.verify():  # pragma: no cover - raises instead
-            raise TDFError("internal error: the imported module does not verify")
+        if sig.discharged:  # a ref's read and write of one slice share the offsets
+            _refs.share_index_computations(module)
+        try:
+            module.operation.verify()
+        except ir.MLIRError as err:  # pragma: no cover - a rule built invalid IR
+            raise TDFError(f"{format_where(where)}: {name}: internal error: the imported "
+                           f"module does not verify: {err}") from None
     return module, ctx
 
 
@@ -262,13 +308,14 @@ class JitFunction:
 
     def __init__(self, fun, donate_argnums=(), static_argnums=(), **compile_options):
         if not callable(fun):
-            raise TypeError(f"tdf.jax.jit expects a callable, got {type(fun).__name__}")
+            raise ArgumentError(f"{_at()}tdf.jax.jit expects a callable, got {type(fun).__name__}")
         self.fun = fun
         self.donate_argnums = _normalize_argnums(donate_argnums, "donate_argnums")
         self.static_argnums = _normalize_argnums(static_argnums, "static_argnums")
         overlap = set(self.donate_argnums) & set(self.static_argnums)
         if overlap:
-            raise ValueError(f"argument(s) {sorted(overlap)} cannot be both static and donated")
+            raise ArgumentError(f"{_at()}argument(s) {sorted(overlap)} cannot be both static "
+                                f"and donated")
         self.compile_options = dict(compile_options)
         self._cache = {}
         self._splits = {}
@@ -285,7 +332,8 @@ class JitFunction:
         if split is None:
             for k in self.static_argnums + self.donate_argnums:
                 if not -n <= k < n:
-                    raise ValueError(f"{self.__name__}: argnum {k} out of range for {n} argument(s)")
+                    raise ArgumentError(f"{_at()}{self.__name__}: argnum {k} out of range for "
+                                        f"{n} argument(s)")
             static = frozenset(k % n for k in self.static_argnums)
             donate = frozenset(k % n for k in self.donate_argnums)
             split = self._splits[n] = (static, donate)
@@ -302,20 +350,43 @@ class JitFunction:
         else:
             dynamic = args
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
-        leaf_keys = []
+        leaf_keys: list = []
+        refs: list = []
         for leaf in leaves:
             cls = type(leaf)
             if cls is np.ndarray:
+                if leaf.dtype.kind in _NOT_ARRAYS:
+                    self._leaf_dtype(len(leaf_keys), leaf.dtype)
                 leaf_keys.append((leaf.shape, leaf.dtype))
             elif cls in _PY_SCALARS or isinstance(leaf, np.generic):
+                if cls is int and not _INT_RANGE[_x64()][0] <= leaf <= _INT_RANGE[_x64()][1]:
+                    raise ArgumentError(
+                        f"{_at()}{self.__name__}: input leaf #{len(leaf_keys)} is the Python int "
+                        f"{leaf}, outside the range of "
+                        f"{'int64' if _x64() else 'int32 (jax_enable_x64 is off)'}")
                 leaf_keys.append(cls)
+            elif _refs.is_ref(leaf):
+                # a jax.Ref: donated, updated in its own buffer (see _refs)
+                if any(leaf is r for r in refs):
+                    first = next(k for k, other in enumerate(leaves) if other is leaf)
+                    raise ArgumentError(f"{_at()}{self.__name__}: the same jax.Ref is passed "
+                                        f"twice (as input leaves #{first} and "
+                                        f"#{len(leaf_keys)}); pass each ref once")
+                refs.append(leaf)
+                leaf_keys.append(("ref", tuple(leaf.shape),
+                                  self._leaf_dtype(len(leaf_keys), leaf.dtype)))
             else:
                 dtype = getattr(leaf, "dtype", None)
                 shape = getattr(leaf, "shape", None)
                 if dtype is None or shape is None:
-                    array = np.asarray(leaf)
+                    try:
+                        array = np.asarray(leaf)
+                    except Exception as err:
+                        raise ArgumentError(f"{_at()}{self.__name__}: input leaf #{len(leaf_keys)} "
+                                            f"({type(leaf).__name__}) is not an array: "
+                                            f"{err}") from None
                     dtype, shape = array.dtype, array.shape
-                leaf_keys.append((tuple(shape), self._leaf_dtype(len(leaf_keys), dtype)))
+                leaf_keys.append((tuple(shape), self._leaf_dtype(len(leaf_keys), dtype, leaf)))
         statics = ()
         if static:
             statics = []
@@ -323,40 +394,54 @@ class JitFunction:
                 try:
                     hash(args[i])
                 except TypeError:
-                    raise TypeError(f"{self.__name__}: static argument #{i} must be hashable, "
-                                    f"got {type(args[i]).__name__}") from None
+                    raise ArgumentError(f"{_at()}{self.__name__}: static argument #{i} must be "
+                                        f"hashable, got {type(args[i]).__name__}") from None
                 statics.append((i, args[i]))
             statics = tuple(statics)
         return (len(args), tree, tuple(leaf_keys), statics, _prng_flags()), leaves
 
-    def _leaf_dtype(self, index, dtype):
+    def _leaf_dtype(self, index, dtype, leaf=None):
         """``dtype`` as a numpy dtype, or a typed PRNG key's dtype
         (``key<fry>``); another extended JAX dtype raises
-        :class:`UnsupportedPrimitiveError`."""
+        :class:`UnsupportedPrimitiveError`, a leaf that is no array
+        (strings, objects, dates) :class:`ArgumentError`."""
         if is_key(dtype):
             return dtype
         try:
-            return np.dtype(dtype)
+            dtype = np.dtype(dtype)
         except TypeError:
-            where = call_site()
-            where = f"{where[0]}:{where[1]}:{where[2]}: " if where else ""
             raise UnsupportedPrimitiveError(
-                f"{where}{self.__name__}: argument leaf #{index} has dtype {dtype}, which tdf.jax.jit "
-                f"does not support (extended dtypes other than PRNG keys: see "
+                f"{_at()}{self.__name__}: argument leaf #{index} has dtype {dtype}, which "
+                f"tdf.jax.jit does not support (extended dtypes other than PRNG keys: see "
                 f"docs/Frontend.md)") from None
+        if dtype.kind in _NOT_ARRAYS:
+            what = type(leaf).__name__ if leaf is not None else "array"
+            raise ArgumentError(
+                f"{_at()}{self.__name__}: input leaf #{index} ({what} of dtype {dtype}) is "
+                f"not a numeric array: tdf.jax.jit takes arrays of numbers or bools "
+                f"(mark other arguments static with static_argnums)")
+        return dtype
 
-    def _signature(self, args):
+    def _signature(self, args, name=None, where=None):
         import jax
         static, donate = self._split(args)
+        _check_arity(self.fun, args, self.__name__)
         closed, out_shape = jax.make_jaxpr(self.fun, static_argnums=tuple(sorted(static)),
                                            return_shape=True)(*args)
+        # refs (jax.new_ref, jax.Ref arguments) become values (see _refs)
+        pure = _refs.functionalize(closed, name or self.__name__, where)
         dynamic = [(i, a) for i, a in enumerate(args) if i not in static]
         donated = []
         for i, a in dynamic:
             donated += [i in donate] * len(jax.tree_util.tree_leaves(a))
+        donated += [False] * len(pure.ref_consts)
+        for leaf in pure.ref_leaves:  # a ref is updated in its own buffer
+            donated[leaf] = True
         out_leaves, out_tree = jax.tree_util.tree_flatten(out_shape)
+        out_leaves += [v.aval for v in pure.closed.jaxpr.outvars[len(out_leaves):]]
         in_tree = jax.tree_util.tree_structure(tuple(a for _, a in dynamic))
-        return _Signature(closed, in_tree, out_tree, out_leaves, donated, static)
+        return _Signature(pure.closed, in_tree, out_tree, out_leaves, donated, static,
+                          pure.ref_leaves, pure.ref_consts, pure.discharged)
 
     def _positional(self, args, kwargs):
         """Keyword arguments bound to their positions (argnums count them)."""
@@ -364,9 +449,9 @@ class JitFunction:
         try:
             bound = inspect.signature(self.fun).bind(*args, **kwargs)
         except (TypeError, ValueError) as err:
-            raise TypeError(f"{self.__name__}: {err}") from None
+            raise ArgumentError(f"{_at()}{self.__name__}: {err}") from None
         if bound.kwargs:
-            raise TypeError(f"{self.__name__}: keyword-only arguments "
+            raise ArgumentError(f"{_at()}{self.__name__}: keyword-only arguments "
                             f"({', '.join(bound.kwargs)}) are not supported by tdf.jax.jit; "
                             f"pass them positionally or close over them")
         return bound.args
@@ -394,9 +479,10 @@ class JitFunction:
             with self._lock:
                 entry = self._cache.get(key)
                 if entry is None:
-                    sig = self._signature(args)
                     name = f"<tdf.jax.jit:{self.__name__}>"
-                    entry = Lowered(sig, None, None, name, call_site())
+                    where = call_site()
+                    sig = self._signature(args, name, where)
+                    entry = Lowered(sig, None, None, name, where)
                     self._cache[key] = entry
         return entry
 
@@ -412,6 +498,7 @@ class JitFunction:
         program = lowered._default
         if program is None:
             program = lowered._default = lowered.compile(**self.compile_options)
+        leaves, refs = _refs.pass_buffers(leaves, sig)  # a jax.Ref leaf: its own buffer
         arrays, passed, unsigned = self._inputs(leaves, sig)
         raw = program.main(*passed, *sig.runtime_consts)
         if raw is None:
@@ -442,6 +529,7 @@ class JitFunction:
             outs.append(out)
         for k, leaf in sig.python_pairs:
             _into_donated(outs, k, arrays[leaf])
+        outs = _refs.finish(refs, outs)  # the refs' final values stored in place
         return jax.tree_util.tree_unflatten(sig.out_tree, outs)
 
     def _inputs(self, leaves, sig):
@@ -460,8 +548,8 @@ class JitFunction:
             else:
                 array = np.asarray(leaf, dtype=dtype, order="C")
             if array.shape != aval.shape:
-                raise ValueError(f"{self.__name__}: input leaf #{i} has shape {array.shape}, "
-                                 f"traced with {tuple(aval.shape)}")
+                raise ArgumentError(f"{_at()}{self.__name__}: input leaf #{i} has shape "
+                                    f"{array.shape}, traced with {tuple(aval.shape)}")
             arrays.append(array)
             if array.dtype.kind == "u":
                 # Compiled code holds unsigned values as signed integers of
@@ -499,7 +587,7 @@ def _key_data(name, index, leaf, aval):
     try:
         data = jax.random.key_data(leaf)
     except (TypeError, ValueError):  # pragma: no cover - the signature has the key dtype
-        raise TypeError(f"{name}: input leaf #{index} must be a PRNG key array of dtype "
+        raise ArgumentError(f"{_at()}{name}: input leaf #{index} must be a PRNG key array of dtype "
                         f"{aval.dtype}, got {type(leaf).__name__}") from None
     return np.asarray(data), physical_aval(aval)
 

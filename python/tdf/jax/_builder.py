@@ -12,6 +12,8 @@ source info), which is how ``report()`` and errors point at user code.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
@@ -19,7 +21,9 @@ from mlir.dialects import arith, linalg, tensor
 from ..errors import TDFError
 from ..vocabulary import TENSOR_VIEW_OPS, element_type_name
 
-__all__ = ["Translator", "UnsupportedPrimitiveError", "rule", "RULES", "KEY_RULES",
+__all__ = ["Translator", "UnsupportedPrimitiveError", "TranslationError", "ArgumentError",
+           "add_library_path", "remove_library_path", "is_library_file",
+           "rule", "RULES", "KEY_RULES",
            "element_type", "tensor_type", "is_float", "is_signed_int", "is_unsigned", "is_bool",
            "signless", "is_key", "physical_aval", "physical_value"]
 
@@ -37,6 +41,18 @@ KEY_IMPLS = ("threefry2x32",)
 
 class UnsupportedPrimitiveError(TDFError):
     """A JAX primitive (or a form of one) the frontend cannot translate."""
+
+
+class TranslationError(UnsupportedPrimitiveError):
+    """A rule failed on a form of its primitive it did not anticipate (an
+    internal error, reported with the primitive, its operand types and the
+    user's source line instead of the bare Python exception)."""
+
+
+class ArgumentError(TDFError, TypeError, ValueError):
+    """A ``tdf.jax.jit`` function or call given arguments it cannot take
+    (also a ``TypeError`` and a ``ValueError``, as the same mistakes raise in
+    plain Python or under ``jax.jit``)."""
 
 
 def rule(*names):
@@ -154,6 +170,93 @@ def bits(dtype) -> int:
 
 # ---------------------------------------------------------------- source info
 
+#: Directories and files whose frames are library code besides JAX's own,
+#: the standard library, tdf and installed packages (site-packages): see
+#: :func:`add_library_path`.
+_LIBRARY_PATHS: list[str] = []
+#: Libraries whose frames are library code wherever they are installed (an
+#: editable checkout too), once imported.
+_LIBRARY_MODULES = ("flax", "optax", "haiku", "equinox", "chex", "jax", "jaxlib", "numpy",
+                    "ml_dtypes", "scipy")
+
+
+def _path_of(path) -> str:
+    import os
+    if hasattr(path, "__path__"):  # a package
+        path = list(path.__path__)[0]
+    elif hasattr(path, "__file__"):  # a module
+        path = path.__file__
+    return os.path.abspath(os.fspath(path))
+
+
+def add_library_path(path) -> None:
+    """Treats the frames of ``path`` (a directory, a file, or an imported
+    module or package) as library code: errors name the innermost frame
+    outside library code as the user's line and the library line besides."""
+    path = _path_of(path)
+    if path not in _LIBRARY_PATHS:
+        _LIBRARY_PATHS.append(path)
+    _library_roots.cache_clear()
+
+
+def remove_library_path(path) -> None:
+    """Undoes :func:`add_library_path`."""
+    path = _path_of(path)
+    if path in _LIBRARY_PATHS:
+        _LIBRARY_PATHS.remove(path)
+    _library_roots.cache_clear()
+
+
+def _loaded_libraries() -> tuple:
+    import sys
+    return tuple(name for name in _LIBRARY_MODULES if name in sys.modules)
+
+
+@functools.lru_cache(maxsize=8)
+def _library_roots(loaded: tuple) -> tuple:
+    import os
+    import site
+    import sysconfig
+    roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # tdf
+    paths = sysconfig.get_paths()
+    roots += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    try:
+        roots += list(site.getsitepackages()) + [site.getusersitepackages()]
+    except Exception:  # pragma: no cover - a virtualenv's old site module
+        pass
+    import sys
+    for name in loaded:
+        for d in getattr(sys.modules[name], "__path__", []):
+            roots.append(d)
+    roots += _LIBRARY_PATHS
+    return tuple(os.path.abspath(r) for r in roots if r)
+
+
+def is_library_file(filename: str) -> bool:
+    """Whether frames of ``filename`` are library code: JAX (and what JAX
+    excludes from user frames), the standard library, tdf, installed
+    packages (site-packages/dist-packages), flax/optax/... wherever
+    imported from, and the paths given to :func:`add_library_path`."""
+    import os
+    if not filename or filename.startswith("<frozen"):
+        return True
+    if filename.startswith("<"):  # <stdin>, <string>: the user's
+        return False
+    try:
+        from jax._src import source_info_util
+        if not source_info_util.is_user_filename(filename):
+            return True
+    except Exception:  # pragma: no cover - JAX internals changed
+        pass
+    path = os.path.abspath(filename)
+    parts = path.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    for root in _library_roots(_loaded_libraries()):
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
 
 def user_location(source_info):
     """(file, line, column) of the user's frame of an equation, or None."""
@@ -167,26 +270,42 @@ def user_location(source_info):
     return frame.file_name, frame.start_line, max(frame.start_column, 0) + 1
 
 
-def call_site():
-    """(file, line, column) of the innermost frame of the current stack
-    outside tdf, JAX (and the libraries JAX excludes) and the standard
-    library: the user's call of a ``tdf.jax.jit`` function, or None."""
-    import os
-    import sys
-    import sysconfig
-    import traceback
+def error_locations(source_info):
+    """(user, library) locations ``(file, line, column)`` of an equation
+    for errors: the innermost frame outside library code
+    (:func:`is_library_file`) and, when the equation itself was made in
+    library code, its innermost frame outside JAX; either may be None."""
     try:
         from jax._src import source_info_util
-        is_user = source_info_util.is_user_filename
+        frames = list(source_info_util.user_frames(source_info.traceback))
     except Exception:  # pragma: no cover - JAX internals changed
-        return None
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    stdlib = sysconfig.get_paths()["stdlib"]
+        return None, None
+    user = library = None
+    for k, frame in enumerate(frames):
+        where = frame.file_name, frame.start_line, max(frame.start_column, 0) + 1
+        if not is_library_file(frame.file_name):
+            user = where
+            break
+        if k == 0:
+            library = where
+    return user, library
+
+
+def format_where(where) -> str:
+    return f"{where[0]}:{where[1]}:{where[2]}" if where else "<unknown location>"
+
+
+def call_site():
+    """(file, line, column) of the innermost frame of the current stack
+    outside library code (tdf, JAX, the standard library, installed
+    packages: :func:`is_library_file`): the user's call of a
+    ``tdf.jax.jit`` function, or None."""
+    import sys
+    import traceback
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        path = os.path.abspath(name)
-        if not (path.startswith(here) or path.startswith(stdlib) or not is_user(name)):
+        if not is_library_file(name):
             summary = traceback.extract_stack(frame, limit=1)[0]
             return name, frame.f_lineno, (getattr(summary, "colno", None) or 0) + 1
         frame = frame.f_back
@@ -226,18 +345,68 @@ class Translator:
                 return where
         return self.fallback
 
+    def error_locations(self):
+        """(user, library) locations of an error at the current equation:
+        the innermost frame outside library code of the innermost equation
+        (or enclosing call) that has one, else the call site; and the
+        innermost frame outside JAX of the innermost equation that has one,
+        when it is library code (``flax/linen/linear.py``), else None."""
+        user = library = None
+        for eqn in reversed(self.stack):
+            u, lib = error_locations(eqn.source_info)
+            if lib is not None and library is None:
+                library = lib
+            if u is not None:
+                user = u
+                break
+        return user or self.fallback, library
+
     def where(self) -> str:
-        where = self._user_location()
-        return f"{where[0]}:{where[1]}:{where[2]}" if where else "<unknown location>"
+        """``file:line:col`` of the user's line for errors, with the library
+        line when the equation was made in library code."""
+        user, library = self.error_locations()
+        text = format_where(user)
+        if library is not None and library != user:
+            text += f" (in library code at {format_where(library)})"
+        return text
+
+    def _operand_types(self) -> str:
+        if self.eqn is None:
+            return ""
+        ins = ", ".join(_aval_text(v.aval) for v in self.eqn.invars)
+        outs = ", ".join(_aval_text(v.aval) for v in self.eqn.outvars)
+        return f"({ins or 'no operands'} -> {outs or 'no results'})"
+
+    def _context(self) -> str:
+        """`` inside jit(fft) > scan in tdf.jax.jit (float32[4] -> ...)``."""
+        outer = [_describe_call(e) for e in self.stack[:-1]]
+        types = self._operand_types()
+        return ((f" inside {' > '.join(outer)}" if outer else "") + " in tdf.jax.jit"
+                + (f" {types}" if types else ""))
 
     def unsupported(self, what: str) -> UnsupportedPrimitiveError:
+        """The error for the current equation's primitive (or ``what``, a
+        form of it) having no translation: names the primitive, its operand
+        and result types, the user's line and the library line."""
         name = self.eqn.primitive.name if self.eqn is not None else "?"
-        outer = [_describe_call(e) for e in self.stack[:-1]]
         return UnsupportedPrimitiveError(
             f"{self.where()}: unsupported JAX primitive '{name}'"
             + (f" ({what})" if what else "")
-            + (f" inside {' > '.join(outer)}" if outer else "")
-            + " in tdf.jax.jit; supported primitives: see docs/Frontend.md")
+            + self._context() + "; supported primitives: see docs/Frontend.md")
+
+    def internal(self, err: BaseException) -> TranslationError:
+        """A :class:`TranslationError` for ``err``, an unexpected exception
+        raised while translating the current equation."""
+        name = self.eqn.primitive.name if self.eqn is not None else "?"
+        return TranslationError(
+            f"{self.where()}: tdf.jax failed to translate JAX primitive '{name}'"
+            + self._context() + f": {type(err).__name__}: {err} (an internal error of tdf.jax, "
+            "or a form of the primitive it does not handle)")
+
+    def error(self, cls, message: str):
+        """``cls(f"{where}: {message}")`` located at the current equation
+        (or the call site)."""
+        return cls(f"{self.where()}: {message}")
 
     def location(self, eqn) -> ir.Location:
         where = self._user_location()
@@ -259,8 +428,8 @@ class Translator:
         for var, value in zip(jaxpr.constvars, consts):
             env[var] = value
         if len(args) != len(jaxpr.invars):
-            raise TDFError(f"internal error: jaxpr takes {len(jaxpr.invars)} arguments, "
-                           f"got {len(args)}")
+            raise self.error(TranslationError, f"internal error: jaxpr takes "
+                             f"{len(jaxpr.invars)} arguments, got {len(args)}")
         for var, value in zip(jaxpr.invars, args):
             env[var] = value
         outer = self.eqn
@@ -271,13 +440,18 @@ class Translator:
             if fn is None:
                 raise self.unsupported("")
             self._check_dtypes(eqn)
-            ins = [self._read(env, atom) for atom in eqn.invars]
-            with self.location(eqn):
-                outs = self._key_rule(eqn, fn)(self, eqn, ins)
-            self.stack.pop()
+            try:
+                ins = [self._read(env, atom) for atom in eqn.invars]
+                with self.location(eqn):
+                    outs = self._key_rule(eqn, fn)(self, eqn, ins)
+            except (TDFError, MemoryError):
+                raise
+            except Exception as err:  # a bare error of a rule: name the primitive and line
+                raise self.internal(err) from err
             if len(outs) != len(eqn.outvars):
-                raise TDFError(f"internal error: rule for {eqn.primitive.name} returned "
-                               f"{len(outs)} values for {len(eqn.outvars)} outputs")
+                raise self.internal(ValueError(f"the rule returned {len(outs)} values for "
+                                               f"{len(eqn.outvars)} results"))
+            self.stack.pop()
             for var, value in zip(eqn.outvars, outs):
                 if not isinstance(var, jcore.DropVar):
                     env[var] = value
@@ -302,6 +476,8 @@ class Translator:
 
     def _check_dtypes(self, eqn):
         for var in list(eqn.invars) + list(eqn.outvars):
+            if getattr(var.aval, "dtype", None) is None or not hasattr(var.aval, "shape"):
+                raise self.unsupported(f"a value of type {var.aval}")
             try:
                 check_dtype(var.aval.dtype)
             except UnsupportedPrimitiveError as err:
@@ -555,6 +731,17 @@ class Translator:
                 static.append(DYNAMIC)
                 dyn.append(v)
         return dyn, static
+
+
+def _aval_text(aval) -> str:
+    """``float32[3,4]`` (``Ref{float32[3]}`` for a ref) for messages."""
+    inner = getattr(aval, "inner_aval", None)
+    if inner is not None:
+        return f"Ref{{{_aval_text(inner)}}}"
+    dtype, shape = getattr(aval, "dtype", None), getattr(aval, "shape", None)
+    if dtype is None or shape is None:
+        return str(aval)
+    return f"{_dtype_name(dtype)}[{','.join(str(d) for d in shape)}]"
 
 
 def _describe_call(eqn) -> str:
