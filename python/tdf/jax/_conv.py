@@ -9,17 +9,28 @@ that is how it is built, so that it reaches the BLAS (the CPU pipeline's
 1. lhs dilation and padding: :func:`._window.dilate_pad` (a zero-filled
    tensor and one strided ``tensor.insert_slice``);
 2. the patches (im2col): one ``linalg.generic`` copy whose input map reads
-   ``x[..., y * stride + k * rhs_dilation, ...]``, written in the layout of
-   the contraction's operand — its M dimensions (output batch and spatial
-   dimensions) in the output's order, its K dimensions (input feature and
-   kernel spatial dimensions) in the kernel's memory order, the block whose
-   innermost dimension reads the input with the smaller stride innermost.
-   A kernel whose spatial extent is 1 everywhere (a 1x1 convolution, strided
-   or not) needs no patches: the (strided) input itself is the operand;
+   ``x[..., y * stride + k * rhs_dilation, ...]``: its M dimensions (output
+   batch and spatial) in runs of the output's order, its K dimensions
+   (input feature and kernel spatial) in the order of decreasing input
+   stride (NHWC: kh, kw, c; NCHW: c, kh, kw), K innermost unless the M run
+   reads the input more contiguously (NCHW: the output row streams). A
+   kernel of spatial size 1 (pointwise, strided or not) needs no patches:
+   the (strided) input itself is the operand;
 3. one contraction ``linalg.generic`` (``C + A * B``, projected-permutation
-   maps, collapsed views of the patches, the kernel and the result) with a
-   batch dimension over the feature or batch groups; the kernel is
-   transposed first only when its K dimensions are not adjacent in memory.
+   maps) of the patches and the kernel viewed as [K, O] or [O, K]
+   (transposed first when its K dimensions are not adjacent in that order)
+   into the output's own dimensions, the groups a batch dimension; the BLAS
+   runtime merges what is contiguous in every operand (NHWC: one GEMM).
+
+The views around the contraction are ``tensor.reshape`` ops, never
+``collapse_shape``/``expand_shape``: ``linalg-fuse-elementwise-ops`` folds
+those into a ``linalg.contract`` (it becomes a ``linalg.generic`` again) and
+then fuses the patches copy into it, which would lose the BLAS. The result
+needs no reshape (a ``tensor.reshape`` of a returned buffer would be copied
+at the return), except ``collapse_shape`` of the (group, feature) split.
+``benchmarks/conv.py --strategies`` measures this against :data:`STRATEGY`
+``"direct"`` (one ``linalg.generic`` over output and window loops): im2col +
+BLAS won on every workload (2-20x).
 
 Semantics are XLA's: output feature ``o`` belongs to group
 ``o // (O / groups)``; feature groups take input features
@@ -261,14 +272,16 @@ def _conv_general_dilated(tr, eqn, args):
     return [_contract(tr, cv, built, ldtype, rdtype, acc_dtype, out_dtype)]
 
 
-def _kernel_view(tr, cv, rhs, k_tags, collapse_k, keep_o=False):
+def _kernel_view(tr, cv, rhs, k_tags, collapse_k, keep_o=False, k_order=None):
     """The kernel as (value, groups): its dimensions in memory order with
     the output feature split into (g, o), unit dimensions dropped, and the
-    K dimensions collapsed into one group when ``collapse_k`` (transposed
-    to [O, F, K...] first when they are not adjacent in memory); without
-    ``collapse_k`` only the (unit) kernel spatial dimensions are dropped.
-    ``keep_o`` keeps a unit output feature (and the group). Reshaped by
-    :func:`opaque_reshape`, which fusion leaves alone."""
+    K dimensions collapsed into one group when ``collapse_k``, in the order
+    ``k_order`` (tags; the patches read the input best in that order): the
+    kernel is transposed first when its K dimensions are not adjacent in
+    memory in that order. Without ``collapse_k`` only the (unit) kernel
+    spatial dimensions are dropped. ``keep_o`` keeps a unit output feature
+    (and the group). Reshaped by :func:`opaque_reshape`, which fusion
+    leaves alone."""
     def kept(tags):
         if not collapse_k:
             return cv.direct_tags(tags)
@@ -279,20 +292,45 @@ def _kernel_view(tr, cv, rhs, k_tags, collapse_k, keep_o=False):
 
     order = kept(cv.rhs_order)
     ks = [t for t in order if t in k_tags]
-    positions = [order.index(t) for t in ks]
-    adjacent = not positions or positions == list(range(positions[0], positions[0] + len(ks)))
-    if collapse_k and not adjacent:
-        perm = list(cv.rhs_spec)
-        rt = ir.RankedTensorType(rhs.type)
-        init = tr.empty([rt.shape[p] for p in perm], rt.element_type)
-        rhs = linalg.transpose(rhs, outs=[init], permutation=perm).results[0]
-        order = kept(["g", "o", "f"] + [("k", i) for i in range(cv.nsp)])
-        ks = [t for t in order if t in k_tags]
     if collapse_k and ks:
+        want = [t for t in (k_order or ks) if t in ks]
+        at = order.index(ks[0])
+        if order[at:at + len(ks)] != want:
+            # transpose to [K..., O] (output feature innermost, as in HWIO)
+            # or [O, K...] (as in OIHW), whichever the kernel is closer to
+            o_last = cv.rhs_spec[0] > min(cv.rhs_spec[1:])
+            tags = want + ["g", "o"] if o_last else ["g", "o"] + want
+            dim_of = {"o": cv.rhs_spec[0], "f": cv.rhs_spec[1]}
+            dim_of.update({("k", i): cv.rhs_spec[2 + i] for i in range(cv.nsp)})
+            perm = []
+            for t in tags:
+                d = dim_of.get(t)
+                if d is not None and d not in perm:
+                    perm.append(d)
+            perm = [d for d in range(len(cv.rhs_spec)) if d not in perm] + perm  # unit dims
+            rt = ir.RankedTensorType(rhs.type)
+            init = tr.empty([rt.shape[d] for d in perm], rt.element_type)
+            rhs = linalg.transpose(rhs, outs=[init], permutation=perm).results[0]
+            order = kept([t for t in _tags_of_dims(cv, perm)])
+            ks = want
         groups = _group_runs(order, set(ks))
     else:
         groups = [(t,) for t in order]
     return _view(tr, rhs, groups, cv.sizes, opaque=True), groups, tuple(ks)
+
+
+def _tags_of_dims(cv, dims):
+    """The tags of the kernel's dimensions ``dims`` in that order (the
+    output feature as (g, o))."""
+    tags = []
+    for d in dims:
+        if d == cv.rhs_spec[0]:
+            tags += ["g", "o"]
+        elif d == cv.rhs_spec[1]:
+            tags.append("f")
+        else:
+            tags.append(("k", cv.rhs_spec.index(d) - 2))
+    return tags
 
 
 def _result_groups(order, m_tags, collapse_m):
@@ -333,6 +371,20 @@ def _direct_operands(tr, cv, x, rhs, m_tags, k_tags):
     return (a_value, a_groups), (b_value, b_groups), c_groups, True
 
 
+def _patch_k_order(cv, x, k_tags):
+    """The K tags in the order the patches copy reads the input best: by
+    decreasing stride in the input (NHWC: kh, kw, c; NCHW: c, kh, kw)."""
+    stride = _input_strides(cv, ir.RankedTensorType(x.type))
+    return sorted(k_tags, key=lambda t: -stride(t))
+
+
+def _patch_split(cv, m_tags, k_tags) -> bool:
+    """Whether the contraction sees the output's own dimensions (see
+    :func:`_patch_operands`)."""
+    reduces = any(cv.sizes[t] != 1 for t in k_tags)
+    return (1 if cv.groups > 1 else 0) + len(m_tags) + 2 <= _MAX_DIMS and reduces
+
+
 def _patch_operands(tr, cv, x, rhs, m_tags, k_tags):
     """Operands of the im2col form: the patches tensor A, the kernel view B
     and the result's groups.
@@ -347,10 +399,9 @@ def _patch_operands(tr, cv, x, rhs, m_tags, k_tags):
     when that takes more loops than the runtime has (3-d groups, layouts
     interleaving batch/spatial and feature) are the runs collapsed in the
     contraction too (or the result computed as [M, O] and transposed)."""
-    reduces = any(cv.sizes[t] != 1 for t in k_tags)
-    split = (1 if cv.groups > 1 else 0) + len(m_tags) + 2 <= _MAX_DIMS and reduces
-    b_value, b_groups, k_order = _kernel_view(tr, cv, rhs, k_tags, collapse_k=True,
-                                              keep_o=split)
+    split = _patch_split(cv, m_tags, k_tags)
+    b_value, b_groups, k_order = _kernel_view(tr, cv, rhs, k_tags, collapse_k=True, keep_o=split,
+                                              k_order=_patch_k_order(cv, x, k_tags))
     k_group = tuple(k_order)
     runs = _result_groups(cv.drop_units(cv.out_order), m_tags, collapse_m=True)
     flat = [(t,) for t in cv.direct_tags(cv.out_order)]
