@@ -91,11 +91,16 @@ def _loop_order(window, strides, trivial_pad):
     ``order[d]``, window dimension of ``d`` (when ``window[d] > 1``) is loop
     ``order[rank + j]``. The window loops sit just outside the trailing
     output dimensions without a window (unit window and stride, no
-    padding), so the innermost loop walks the operand contiguously."""
+    padding), so the innermost loop walks the operand contiguously (NHWC:
+    the channels); when every dimension has a window, just outside the
+    innermost output dimension (NCHW: the output row, not the 2- or 3-wide
+    window row; measured 2.5 -> 1.8 ms for a 2x2 pool of 64x32x26x26)."""
     rank = len(window)
     tail = rank
     while tail > 0 and window[tail - 1] == 1 and strides[tail - 1] == 1 and trivial_pad[tail - 1]:
         tail -= 1
+    if tail == rank and rank > 0:
+        tail = rank - 1
     windowed = [d for d in range(rank) if window[d] > 1]
     # loops: output dims [0, tail), window dims, output dims [tail, rank)
     loops = list(range(tail)) + [rank + j for j in range(len(windowed))] + list(range(tail, rank))
