@@ -50,10 +50,10 @@ def _operands(rng, dn, n, c, spatial, o, kernel, groups=1, bgroups=1, dtype=np.f
 
 
 def _check(fn, *args, rtol=2e-6, exact=False):
-    copies = [np.array(a, copy=True) for a in args]
+    copies = [np.array(a, copy=True) for a in jax.tree_util.tree_leaves(args)]
     got = tdf.jax.jit(fn)(*args)
     ref = jax.jit(fn)(*args)
-    for a, c in zip(args, copies):  # non-donated inputs unchanged
+    for a, c in zip(jax.tree_util.tree_leaves(args), copies):  # non-donated inputs unchanged
         np.testing.assert_array_equal(np.asarray(a), c)
     got_leaves, ref_leaves = jax.tree.leaves(got), jax.tree.leaves(ref)
     assert len(got_leaves) == len(ref_leaves)
@@ -302,6 +302,25 @@ def test_cnn_train_step_with_donated_params():
     np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)
     for k in p:
         np.testing.assert_allclose(new_p[k], ref_p[k], rtol=1e-5, atol=1e-6)
+
+
+def test_stax_cnn_forward_and_gradient():
+    """A library CNN (jax.example_libraries.stax: SAME conv, max pool,
+    strided VALID conv, average pool normalized by a reduce_window_sum of
+    ones, dense, log-softmax) and its parameter gradient."""
+    from jax.example_libraries import stax
+    init, apply = stax.serial(
+        stax.Conv(8, (3, 3), padding="SAME"), stax.Relu, stax.MaxPool((2, 2), strides=(2, 2)),
+        stax.Conv(16, (3, 3), strides=(2, 2)), stax.Relu, stax.AvgPool((2, 2), padding="SAME"),
+        stax.Flatten, stax.Dense(10), stax.LogSoftmax)
+    _, params = init(jax.random.PRNGKey(0), (3, 16, 16, 1))
+    params = jax.tree_util.tree_map(np.asarray, params)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 16, 16, 1)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[[1, 4, 7]]
+    _check(apply, params, x, rtol=1e-5)
+    loss = lambda p, x, y: -jnp.mean(jnp.sum(apply(p, x) * y, axis=-1))  # noqa: E731
+    _check(jax.grad(loss), params, x, y, rtol=1e-5)
 
 
 # ------------------------------------------------------------ the BLAS route
