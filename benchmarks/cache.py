@@ -50,6 +50,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _CHILD = r"""
 import json, os, sys, time
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "10")
+if {snapshot!r}:  # tdf from a frozen copy, not the (editable) working tree
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if not type(f).__module__.startswith("_editable")]
+    sys.path.insert(0, {snapshot!r})
 sys.path.insert(0, {here!r})
 sys.path.insert(0, os.path.join({here!r}, "..", "examples"))
 import numpy as np
@@ -167,9 +171,28 @@ def names(tiny):
     return list(models.workloads(tiny)) + ["ew2000"]
 
 
-def _run(name, variant, tiny, cache_dir):
+def snapshot(folder: str) -> str:
+    """A frozen copy of the tdf package (sources, passes, native extension)
+    in ``folder``: in a working tree that changes during the run, every
+    edit of a tdf source would (rightly) miss the cache."""
+    import tdf
+    from tdf import _tdf
+    target = os.path.join(folder, "tdf")
+    shutil.copytree(os.path.dirname(tdf.__file__), target,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    native = os.path.dirname(_tdf.__file__)
+    for root, _, files in os.walk(native):
+        for name in files:
+            if name.endswith((".so", ".py")):
+                dest = os.path.join(target, os.path.relpath(os.path.join(root, name), native))
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                shutil.copy2(os.path.join(root, name), dest)
+    return folder
+
+
+def _run(name, variant, tiny, cache_dir, frozen=""):
     env = dict(os.environ, TDF_CACHE_DIR=cache_dir, JAX_ENABLE_COMPILATION_CACHE="false")
-    code = _CHILD.format(here=HERE, name=name, variant=variant, tiny=tiny)
+    code = _CHILD.format(here=HERE, name=name, variant=variant, tiny=tiny, snapshot=frozen)
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=900)
     if proc.returncode != 0:
@@ -177,18 +200,18 @@ def _run(name, variant, tiny, cache_dir):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def bench(name, reps, tiny):
+def bench(name, reps, tiny, frozen=""):
     """Medians of ``reps`` fresh-process first calls of each variant."""
     folder = tempfile.mkdtemp(prefix="tdf-bench-cache-")
     try:
         seconds = {"jax_cold": [], "tdf_cold": [], "tdf_warm": []}
         warm_stages = []
         row = {"workload": name}
-        first = _run(name, "tdf_fill", tiny, folder)  # fills the cache
+        first = _run(name, "tdf_fill", tiny, folder, frozen)  # fills the cache
         assert first["cache"].startswith("miss"), first
         for _ in range(reps):
             for variant in seconds:
-                out = _run(name, variant, tiny, "" if variant == "tdf_cold" else folder)
+                out = _run(name, variant, tiny, "" if variant == "tdf_cold" else folder, frozen)
                 if variant == "tdf_warm":
                     assert out["cache"].startswith("hit") and not out["translated"], out
                     warm_stages.append(out["stages"])
@@ -217,11 +240,19 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--snapshot", action="store_true",
+                        help="run tdf from a frozen copy of the package (a working tree that "
+                             "others edit during the run)")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     print(f"load average before: {load_before[0]:.2f}", flush=True)
     todo = [n for n in args.only.split(",") if n] or names(args.tiny)
-    rows = [bench(n, args.reps, args.tiny) for n in todo]
+    frozen = snapshot(tempfile.mkdtemp(prefix="tdf-bench-snapshot-")) if args.snapshot else ""
+    try:
+        rows = [bench(n, args.reps, args.tiny, frozen) for n in todo]
+    finally:
+        if frozen:
+            shutil.rmtree(frozen, ignore_errors=True)
     load_after = os.getloadavg()
     print(f"load average after: {load_after[0]:.2f}")
     os.makedirs(args.out, exist_ok=True)

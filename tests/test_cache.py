@@ -246,6 +246,28 @@ def test_jit_key_of_prng_programs(cache_dir):
     np.testing.assert_array_equal(out, np.asarray(jax.jit(bits)(u)))
 
 
+_KEYS = """
+import numpy as np, jax, jax.numpy as jnp, tdf.jax
+from tdf import cache
+from tdf.jax._cache_key import program_key
+def f(p, x):
+    h = jax.nn.relu(x @ p["w"] + p["b"])
+    return {"y": jnp.sum(h * 2.0, axis=-1), "s": jax.lax.cumsum(h, axis=0)}
+p = {"w": np.ones((4, 3), np.float32), "b": np.zeros(3, np.float32)}
+sig = tdf.jax.jit(f)._signature((p, np.ones((2, 4), np.float32)))
+print(program_key(sig, "f", ("a.py", 1, 1)), cache.toolchain_fingerprint())
+"""
+
+
+def test_keys_do_not_depend_on_the_process():
+    """The jaxpr key and the toolchain fingerprint are the same in processes
+    with different string hashing (no set or dict order leaks into them)."""
+    keys = {subprocess.run([sys.executable, "-c", _KEYS], capture_output=True, text=True,
+                           check=True, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout
+            for seed in ("1", "2", "3")}
+    assert len(keys) == 1 and "None" not in next(iter(keys))
+
+
 def test_unkeyable_jaxpr_is_keyed_by_its_text(cache_dir, monkeypatch):
     from tdf.jax import _cache_key
     monkeypatch.setattr(_cache_key, "program_key", lambda *a: None)

@@ -215,7 +215,7 @@ def _compute_toolchain() -> str:
             h.update(f"{path}\0missing\n".encode())
     with open(_tdf.__file__, "rb") as f:
         h.update(hashlib.sha256(f.read()).digest())
-    for site in {os.path.dirname(mlir_dir), os.path.dirname(native)}:
+    for site in sorted({os.path.dirname(mlir_dir), os.path.dirname(native)}):
         try:
             names = sorted(n for n in os.listdir(site) if n.endswith(".dist-info") and
                            n.lower().startswith(("xtc_", "xtc-", "tdf-", "tdf_")))
