@@ -17,8 +17,8 @@ layout describes (see ``python/src/Blas.cpp``).
 
 The output buffer is the destination: the call accumulates into it
 (``beta = 1``), except when the op's init was just filled with zero
-(``linalg.fill`` of ``0.0`` into a fresh ``memref.alloc`` right before, no
-other access in between): the fill is dropped and the call overwrites the
+(``linalg.fill`` of ``0.0`` into a fresh ``memref.alloc``, or a view of
+``tdf-plan-memory``'s arena, right before, no other access in between): the fill is dropped and the call overwrites the
 buffer (``beta = 0``).
 
 Option ``threads`` (0: the library's default, the cores) is the BLAS thread
@@ -44,10 +44,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, memref
 
-from ..vocabulary import CONTRACT, MEMREF_VIEW_OPS, RUNTIME_FUNCTIONS
+from ..vocabulary import ARENA_ATTR, CONTRACT, MEMREF_VIEW_OPS, RUNTIME_FUNCTIONS
 from ._runtime_sites import declare
 from .analysis.contractions import CONTRACTION_OPS, MAX_DIMS, TYPE_CODES, classify, is_strided
-from .ir_utils import collect_ops, defining_op, iterator_types, memref_root
+from .ir_utils import collect_ops, defining_op, iterator_types
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["contractions_to_blas", "contraction_flags"]
@@ -68,13 +68,36 @@ def contraction_flags(types, kinds, accumulate: bool, threads: int = 0) -> int:
     return flags | threads << 32
 
 
-def _zero_fill_before(op, c, inputs):
-    """The ``linalg.fill`` of zero into ``c`` (a fresh allocation no input
-    views) right before ``op``, or None."""
+def _fresh(c) -> bool:
+    """``c`` is a buffer of its own: an allocation, or a view of
+    ``tdf-plan-memory``'s arena (whose other views live elsewhere in it while
+    ``c`` is live)."""
     owner = defining_op(c)
-    if owner is None or owner.name != "memref.alloc":
-        return None
-    if any(memref_root(v) == c for v in inputs):
+    if owner is None:
+        return False
+    if owner.name == "memref.alloc":
+        return True
+    if owner.name != "memref.view":
+        return False
+    base = defining_op(owner.operands[0])
+    return base is not None and base.name == "memref.alloc" and ARENA_ATTR in base.attributes
+
+
+def _views_of(value, c) -> bool:
+    """True when ``value`` is ``c`` or a view of it."""
+    while True:
+        if value == c:
+            return True
+        owner = defining_op(value)
+        if owner is None or owner.name not in MEMREF_VIEW_OPS:
+            return False
+        value = owner.operands[0]
+
+
+def _zero_fill_before(op, c, inputs):
+    """The ``linalg.fill`` of zero into ``c`` (a fresh allocation or arena
+    view that no input views) right before ``op``, or None."""
+    if not _fresh(c) or any(_views_of(v, c) for v in inputs):
         return None
     prev = op.operation
     block = op.operation.block

@@ -109,6 +109,42 @@ func.func @left_alone(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %a: memref<4x4
   return %r : tensor<4x4xf32>
 }
 
+// An output in tdf-plan-memory's arena is a buffer of its own too: the zero
+// fill before the contraction is dropped (beta = 0, bit 12 of the flags off).
+// CHECK-LABEL: func.func @arena_output_drops_zero_fill
+// CHECK-NOT: linalg.fill
+// CHECK: call @tdf_rt_contract
+func.func @arena_output_drops_zero_fill(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %out: memref<8x16xf32>) {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %arena = memref.alloc() {tdf.arena} : memref<512xi8>
+  %c = memref.view %arena[%c0][] : memref<512xi8> to memref<8x16xf32>
+  linalg.fill ins(%z : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  memref.copy %c, %out : memref<8x16xf32> to memref<8x16xf32>
+  memref.dealloc %arena : memref<512xi8>
+  return
+}
+
+
+// negative_: an input that is a view of the output: the fill stays (the
+// contraction must read the zeros it accumulates onto).
+// CHECK-LABEL: func.func @negative_input_views_output
+// CHECK: linalg.fill
+// CHECK: call @tdf_rt_contract
+func.func @negative_input_views_output(%b: memref<16x16xf32>, %out: memref<16x16xf32>) {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %arena = memref.alloc() {tdf.arena} : memref<1024xi8>
+  %c = memref.view %arena[%c0][] : memref<1024xi8> to memref<16x16xf32>
+  %a = memref.subview %c[0, 0] [16, 16] [1, 1] : memref<16x16xf32> to memref<16x16xf32, strided<[16, 1]>>
+  linalg.fill ins(%z : f32) outs(%c : memref<16x16xf32>)
+  linalg.matmul ins(%a, %b : memref<16x16xf32, strided<[16, 1]>>, memref<16x16xf32>) outs(%c : memref<16x16xf32>)
+  memref.copy %c, %out : memref<16x16xf32> to memref<16x16xf32>
+  memref.dealloc %arena : memref<1024xi8>
+  return
+}
+
 // An operand with a non-strided layout map (no strides to pass) stays loops.
 // CHECK-LABEL: func.func @non_strided
 // CHECK-NOT:     call @tdf_rt_contract
