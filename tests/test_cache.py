@@ -255,6 +255,7 @@ def f(p, x):
     return {"y": jnp.sum(h * 2.0, axis=-1), "s": jax.lax.cumsum(h, axis=0)}
 p = {"w": np.ones((4, 3), np.float32), "b": np.zeros(3, np.float32)}
 sig = tdf.jax.jit(f)._signature((p, np.ones((2, 4), np.float32)))
+cache._files_under = lambda root, suffixes: []  # tdf's sources: edited by others meanwhile
 print(program_key(sig, "f", ("a.py", 1, 1)), cache.toolchain_fingerprint())
 """
 
