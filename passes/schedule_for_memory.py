@@ -14,6 +14,9 @@ function's entry block when that frees memory sooner:
 * it is the last use of an operand that holds at least as many bytes as all
   its results together -- a temporary computed in the block, or a donated
   argument (which the op may then update in place);
+* the ops it would move above produce at least as many bytes as it frees
+  (else moving it frees nothing sooner, and keeping the written order keeps
+  producers next to their consumers);
 * it moves to just after the latest of: the definitions of its operands and
   of the values its payload captures from above, and
   every other use of each operand it is the last use of (so it stays their
@@ -147,7 +150,23 @@ def _target(op, blk: _Block, donated) -> tuple[int, list] | None:
     after = max(after, _captured_after(op, blk))
     if after >= here - 1 - len(carried):
         return None
+    if _allocated_between(blk, after, here) < killed:
+        return None  # nothing large is made meanwhile: moving frees nothing sooner
     return after, carried
+
+
+def _allocated_between(blk: _Block, after: int, here: int) -> int:
+    """Bytes of the tensors the ops between positions ``after`` and
+    ``here`` produce (``tensor.empty`` aside): what the freed operand would
+    otherwise coexist with."""
+    total = 0
+    for other in blk.ops[after + 1:here]:
+        if other.name == "tensor.empty":
+            continue
+        for r in other.results:
+            if isinstance(r.type, ir.RankedTensorType):
+                total += static_nbytes(r.type) or 0
+    return total
 
 
 def _captured_after(op, blk: _Block) -> int:

@@ -58,3 +58,25 @@ func.func @negative_frees_nothing(%w: tensor<64x64xf32>, %x: tensor<64x64xf32>,
   %wn = linalg.sub ins(%w, %x : tensor<64x64xf32>, tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
   return %wn, %h : tensor<64x64xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// negative_: the sub frees %g, but the only op it would move above makes a
+// small tensor: moving frees nothing sooner, so the written order stays.
+// CHECK-LABEL: func.func @negative_nothing_large_in_between
+// CHECK: linalg.matmul
+// CHECK: linalg.reduce
+// CHECK: tensor.empty
+// CHECK: linalg.sub
+func.func @negative_nothing_large_in_between(%w: tensor<64x64xf32> {tdf.donate}, %x: tensor<64x64xf32>,
+    %init: tensor<64x64xf32>, %acc: tensor<64xf32>) -> (tensor<64x64xf32>, tensor<64xf32>) {
+  %g = linalg.matmul ins(%x, %x : tensor<64x64xf32>, tensor<64x64xf32>) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %s = linalg.reduce ins(%x : tensor<64x64xf32>) outs(%acc : tensor<64xf32>) dimensions = [1]
+    (%in: f32, %a: f32) {
+      %r = arith.addf %in, %a : f32
+      linalg.yield %r : f32
+    }
+  %e = tensor.empty() : tensor<64x64xf32>
+  %wn = linalg.sub ins(%w, %g : tensor<64x64xf32>, tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %wn, %s : tensor<64x64xf32>, tensor<64xf32>
+}
