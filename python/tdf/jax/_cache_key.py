@@ -28,6 +28,7 @@ are left out: the translator inlines the primal jaxpr and never calls them.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 
 import numpy as np
@@ -37,15 +38,23 @@ from ._builder import user_location
 __all__ = ["program_key"]
 
 
+@functools.cache
+def _jax():
+    from jax._src import core
+    from jax._src import linear_util as lu
+    return core, lu
+
+
 class Unkeyable(Exception):
     """A value the key cannot represent faithfully."""
 
 
 class _Writer:
-    def __init__(self):
+    def __init__(self, avals: dict | None = None):
         self.h = hashlib.sha256()
         self.jaxprs: dict[int, str] = {}  # id(jaxpr) -> digest (shared sub-jaxprs)
         self.keep: list = []  # the jaxprs whose ids are memoized stay alive meanwhile
+        self.avals: dict = {} if avals is None else avals  # (type, dtype, shape, weak) -> text
 
     def put(self, text: str) -> None:
         data = text.encode("utf-8", "surrogatepass")
@@ -65,12 +74,12 @@ class _Writer:
             return f"key({dtype},{self.array(jax.random.key_data(value))})"
         if a.dtype.hasobject:
             raise Unkeyable("an object array")
-        digest = hashlib.sha256(a.tobytes()).hexdigest()
+        data = a.tobytes()
+        digest = data.hex() if len(data) <= 32 else hashlib.sha256(data).hexdigest()
         return f"array({a.dtype.name}/{a.dtype.str},{a.shape},{digest})"
 
     def value(self, v) -> str:
-        from jax._src import core
-        from jax._src import linear_util as lu
+        core, lu = _jax()
         t = type(v)
         if v is None or t in (bool, int, float, complex, str, bytes):
             return repr(v)  # float reprs round-trip exactly
@@ -101,22 +110,23 @@ class _Writer:
             raise Unkeyable(f"a {t.__module__}.{t.__qualname__} parameter")
         return f"{t.__module__}.{t.__qualname__}:{text}"
 
-    @staticmethod
-    def aval(aval) -> str:
-        dtype = getattr(aval, "dtype", None)
-        shape = getattr(aval, "shape", None)
-        weak = getattr(aval, "weak_type", False)
-        return f"{type(aval).__name__}({dtype},{shape},{int(bool(weak))})"
+    def aval(self, aval) -> str:
+        ident = (type(aval), getattr(aval, "dtype", None), getattr(aval, "shape", None),
+                 bool(getattr(aval, "weak_type", False)))
+        text = self.avals.get(ident)
+        if text is None:
+            text = self.avals[ident] = f"{ident[0].__name__}({ident[1]},{ident[2]},{int(ident[3])})"
+        return text
 
     # -- jaxprs -----------------------------------------------------------
 
     def jaxpr(self, jaxpr) -> str:
         """The digest of a Jaxpr or ClosedJaxpr (constants included)."""
-        from jax._src import core
+        core = _jax()[0]
         digest = self.jaxprs.get(id(jaxpr))
         if digest is not None:
             return digest
-        sub = _Writer()
+        sub = _Writer(self.avals)
         sub.jaxprs, sub.keep = self.jaxprs, self.keep
         if isinstance(jaxpr, core.ClosedJaxpr):
             sub.put("consts:" + ",".join(sub.array(c) for c in jaxpr.consts))
@@ -129,7 +139,7 @@ class _Writer:
         return digest
 
     def body(self, jaxpr) -> None:
-        from jax._src import core
+        core = _jax()[0]
         names: dict = {}
 
         def var(v) -> str:
