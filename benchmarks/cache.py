@@ -2,10 +2,11 @@
 ``jax.jit``'s cold first call, each first call in a fresh process.
 
 For every model of ``benchmarks/models.py`` (full sizes) and a JAX program
-of 2,000 element-wise ops (``ew2000``), fresh Python processes measure the
-first call ``f(*args)`` after the same set-up (jax, numpy and tdf imported,
-the arguments built as numpy arrays), to the result (``block_until_ready``
-for JAX):
+of 2,000 element-wise ops (``ew2000`` on 1,024 elements, ``ew2000_65k`` on
+65,536, where running it costs as much as tracing it), fresh Python
+processes measure the first call ``f(*args)`` after the same set-up (jax,
+numpy and tdf imported, the arguments built as numpy arrays), to the result
+(``block_until_ready`` for JAX):
 
 - ``jax_cold``: ``jax.jit(f, donate_argnums=...)``; its first call traces,
   lowers, compiles with XLA and runs (JAX's own persistent cache is off);
@@ -143,6 +144,9 @@ def check(name, ours, ref, atol):
 
 
 EW_OPS = 2000
+# The 2,000-op program on 1,024 elements (its run: ~2 ms) and on 65,536
+# (its run: ~100 ms of tanh in both jax.jit and tdf, paid by every first call).
+EW_SHAPES = {"ew2000": (1024,), "ew2000_65k": (256, 256)}
 
 
 def ew2000(x):
@@ -156,9 +160,10 @@ def ew2000(x):
 def workload(name, tiny):
     """(fn, args, donate_argnums, atol) of a workload."""
     import numpy as np
-    if name == "ew2000":
-        x = np.random.default_rng(0).standard_normal((256, 256) if not tiny else (64,))
-        return ew2000, (x.astype(np.float32),), (), 1e-4
+    if name in EW_SHAPES:
+        shape = (64,) if tiny else EW_SHAPES[name]
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        return ew2000, (x,), (), 1e-4
     import models
     fn, args, donate, _, atol = models.workloads(tiny)[name]
     return fn, args, donate, atol
@@ -168,7 +173,7 @@ def names(tiny):
     sys.path.insert(0, HERE)
     sys.path.insert(0, os.path.join(HERE, "..", "examples"))
     import models
-    return list(models.workloads(tiny)) + ["ew2000"]
+    return list(models.workloads(tiny)) + list(EW_SHAPES)
 
 
 def snapshot(folder: str) -> str:
