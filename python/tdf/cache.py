@@ -20,7 +20,9 @@ the shared libraries, ``count_allocations``, ``flush_denormals``, the
 parallel runtime), the toolchain (tdf's version and sources, the native
 extension's contents, the MLIR/LLVM wheel versions and libraries) and the
 host (LLVM's process triple, CPU name and CPU features). Any change is a
-miss.
+miss. A frontend may name the program by a key of its own instead of its
+text (:class:`Source`): ``tdf.jax.jit`` keys by the jaxpr, so that a hit
+does not translate it to MLIR either.
 
 **Safety.** Entries are written to a temporary file and renamed into place
 (atomic: concurrent processes see a whole entry or none, and two writers of
@@ -56,8 +58,8 @@ import threading
 import time
 import zlib
 
-__all__ = ["cache_dir", "max_bytes", "clear", "info", "CACHE_DIR_ENV", "MAX_BYTES_ENV",
-           "DEFAULT_MAX_BYTES"]
+__all__ = ["cache_dir", "max_bytes", "clear", "info", "Source", "toolchain_fingerprint",
+           "host_fingerprint", "CACHE_DIR_ENV", "MAX_BYTES_ENV", "DEFAULT_MAX_BYTES"]
 
 CACHE_DIR_ENV = "TDF_CACHE_DIR"
 MAX_BYTES_ENV = "TDF_CACHE_MAX_BYTES"
@@ -414,7 +416,9 @@ class Request:
             reason = _unstorable(jit_libs)
             if not reason:
                 record = self._record(program, engine, sites)
-        except (TypeError, ValueError, OSError) as err:
+        except OSError as err:
+            reason = err.strerror or str(err)
+        except (TypeError, ValueError) as err:
             reason = f"cannot serialize ({err})"
         if record is None:
             self._set_status(f"not stored: {reason}")
