@@ -32,6 +32,8 @@ import tracemalloc
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Compile times are measured: never a compilation cache hit (tdf.cache).
+os.environ["TDF_CACHE_DIR"] = ""
 sys.path.insert(0, HERE)
 
 import harness as H  # noqa: E402
