@@ -6,7 +6,11 @@ The returned value is followed back through the ops that compute into
 their destination (a linalg op whose payload reads its init, the
 destination of ``tensor.insert_slice``/``insert``/``scatter``, the in-place
 operand of ``tdf.call_inplace``, both branches of ``scf.if``) to the op
-that first writes that storage, the **cut**:
+that first writes that storage, the **cut** (through ``tensor.expand_shape``/
+``collapse_shape`` too: a linalg op computing the result in another shape
+takes the operand that is the argument reshaped to its init's type, as
+for an optimizer's ``g + decay * t`` on a bias computed as ``1xN`` after
+reshape propagation):
 
 * a linalg op whose payload does not read its init: the init becomes the
   argument (``outs(%g)`` → ``outs(%nu)``: Adam's ``nu`` no longer lands in
@@ -125,13 +129,42 @@ def _step(op, value):
     return ["it is computed by ", op, ", which cannot compute into a given buffer"]
 
 
+#: Views that only regroup dimensions: the result is the operand's storage
+#: in the same order (One-Shot Bufferize: equivalent buffers).
+_RESHAPES = frozenset({"tensor.collapse_shape", "tensor.expand_shape"})
+
+
+def _reshape_of(value, arg) -> bool:
+    """Is ``value`` ``arg`` seen through reshapes only (its storage, in
+    order)?"""
+    while value != arg:
+        owner = value.owner
+        if isinstance(owner, ir.Block) or owner.operation.name not in _RESHAPES:
+            return False
+        value = owner.operation.operands[0]
+    return True
+
+
+def _view_operand(op, arg, type_):
+    """An operand of ``op`` that is ``arg`` reshaped to ``type_`` (the
+    storage an init of that type takes when the result reaches the return
+    through reshapes), or None."""
+    for operand in op.operands:
+        if operand.type == type_ and _reshape_of(operand, arg):
+            return operand
+    return None
+
+
 def _walk(value, arg, sites):
     """Follows ``value`` back to its cuts (appended to ``sites``), into both
     branches of each ``scf.if`` (a worklist: deep nesting cannot exhaust
-    Python's recursion limit); a message when it cannot, None when done."""
-    work, steps = [value], 0
+    Python's recursion limit) and through reshapes (a cut reached through
+    one takes the operand that is ``arg`` in the cut's shape: a bias
+    gradient ``g + decay * t`` computed as ``1xN`` and collapsed); a
+    message when it cannot, None when done."""
+    work, steps = [(value, None)], 0
     while work:
-        value = work.pop()
+        value, reshape = work.pop()
         while value != arg:
             steps += 1
             if steps > 4096:
@@ -142,10 +175,19 @@ def _walk(value, arg, sites):
             op = owner.operation
             if op.name == "scf.if":
                 k = _result_number(value)
-                work += [_terminator(region.blocks[0]).operands[k] for region in op.regions]
+                work += [(_terminator(region.blocks[0]).operands[k], reshape)
+                         for region in op.regions]
                 break
+            if op.name in _RESHAPES:
+                value, reshape = op.operands[0], op
+                continue
             step = _step(op, value)
             if isinstance(step, tuple):
+                if reshape is not None and value.type != arg.type:
+                    view = _view_operand(op, arg, value.type) if step[0] == "init" else None
+                    if view is None:
+                        return ["it is computed by ", op, " in another shape (", reshape, ")"]
+                    step = (*step, view)
                 sites.append(step)
                 break
             if isinstance(step, list):
@@ -269,7 +311,8 @@ class DonationPlanner:
 
     def _reads_problem(self, op, arg, init_index):
         """``op`` writes ``arg``'s storage: it may read it only element by
-        element (an element-wise linalg op, the identity map, same type)."""
+        element (an element-wise linalg op, the identity map, the type of the
+        storage it writes)."""
         alias = self.analysis.alias
         identity = None
         if init_index is not None and is_elementwise_linalg(op):
@@ -277,7 +320,8 @@ class DonationPlanner:
         for j, operand in enumerate(op.operands):
             if j == init_index or not is_tensor(operand) or not alias.same_class(operand, arg):
                 continue
-            if identity is not None and identity[j] and operand.type == arg.type:
+            if identity is not None and identity[j] \
+                    and operand.type == op.operands[init_index].type:
                 continue
             return [op, " reads ", operand, ", which may share storage with ", arg,
                     ", other than element by element"]
@@ -348,7 +392,7 @@ class DonationPlanner:
             if kind == "init":
                 op, index = site[1], site[2]
                 old = op.operands[index]
-                op.operands[index] = arg
+                op.operands[index] = site[3] if len(site) > 3 else arg
                 done.undo.append(("operand", op, index, old))
                 if not isinstance(old.owner, ir.Block) and old.owner.operation.name == "tensor.empty":
                     done.garbage.append(old.owner.operation)

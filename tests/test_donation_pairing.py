@@ -184,6 +184,35 @@ def test_train_state_steps_repeatedly_in_the_same_buffers():
     assert int(state["step"]) == 3 and int(state["opt_state"]["count"]) == 3
 
 
+def _dense_loss(params, x):
+    y = x @ params["w"] + jnp.reshape(params["b"], (1, -1))  # flax nn.Dense's bias
+    return jnp.sum(jnp.tanh(y))
+
+
+def momentum_step(trace, params, x):
+    """optax ``sgd(momentum=0.9)``: ``trace = g + 0.9 * trace``. The bias
+    gradient is a reduction to ``1xN`` reshaped to ``N``; after reshape
+    propagation the trace update runs on ``1xN`` views and is collapsed."""
+    grads = jax.grad(_dense_loss)(params, x)
+    trace = jax.tree_util.tree_map(lambda g, t: g + 0.9 * t, grads, trace)
+    return trace, jax.tree_util.tree_map(lambda p, t: p - 0.1 * t, params, trace)
+
+
+def test_momentum_on_a_reshaped_bias_gradient_in_place():
+    rng = np.random.default_rng(3)
+    params = {"b": rng.standard_normal(8).astype(np.float32),
+              "w": rng.standard_normal((8, 8)).astype(np.float32)}
+    trace = jax.tree_util.tree_map(lambda p: (0.5 * p).astype(np.float32), params)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    out, (t_in, p_in, _) = _run(momentum_step, (trace, params, x), (0, 1),
+                                rtol=1e-5, atol=1e-6)
+    shared = [np.shares_memory(a, b) for a, b in zip(leaves(out), leaves((t_in, p_in)))]
+    assert all(shared), shared
+    report = tdf.jax.jit(momentum_step, donate_argnums=(0, 1)).lower(
+        trace, params, x).compile(strict=True).report()
+    assert len(report.pairings) == 4 and all(p.inplace for p in report.pairings), str(report)
+
+
 # --------------------------------------------------------- flax decode cache
 
 B, L, H, D = 2, 8, 2, 4

@@ -292,3 +292,64 @@ func.func @negative_rank0_returned_twice(%c: tensor<i32> {tdf.donate}) -> (tenso
   %r = tensor.from_elements %w : tensor<i32>
   return %r, %c : tensor<i32>, tensor<i32>
 }
+
+// A bias's momentum (optax trace) after reshape propagation: the update
+// runs on 1x8 views and its result is collapsed back. The cut takes the
+// operand that is %t reshaped to the init's type, so the collapsed result
+// is %t's buffer.
+// CHECK-LABEL: func.func @reshaped_momentum(
+// CHECK-SAME:  %[[T:[^:]+]]: tensor<8xf32> {tdf.donate}
+// CHECK: %[[V:.*]] = tensor.expand_shape %[[T]]
+// CHECK: %[[N:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[V]] : {{.*}}) outs(%[[V]] : tensor<1x8xf32>)
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[N]]
+// CHECK: return %[[C]]
+// BUF-LABEL: func.func @reshaped_momentum(
+// BUF-SAME:  tdf.returned_args = array<i64: 0>
+func.func @reshaped_momentum(%t: tensor<8xf32> {tdf.donate}, %x: tensor<4x8xf32>) -> tensor<8xf32> {
+  %tv = tensor.expand_shape %t [[0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %decay = arith.constant 0.9 : f32
+  %e0 = tensor.empty() : tensor<1x8xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x8xf32>) -> tensor<1x8xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d1)>,
+                                        affine_map<(d0, d1, d2) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%z : tensor<1x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8xf32>
+  %e1 = tensor.empty() : tensor<1x8xf32>
+  %n = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%g, %tv : tensor<1x8xf32>, tensor<1x8xf32>) outs(%e1 : tensor<1x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %b, %decay : f32
+    %s = arith.addf %a, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8xf32>
+  %c = tensor.collapse_shape %n [[0, 1]] : tensor<1x8xf32> into tensor<8xf32>
+  return %c : tensor<8xf32>
+}
+
+// The same update reading %t broadcast along a new dimension (2x8): no
+// operand is %t in the init's shape, so the result is not cut into it.
+// CHECK-LABEL: func.func @negative_reshaped_other_shape(
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<2x8xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[E]] : tensor<2x8xf32>)
+func.func @negative_reshaped_other_shape(%t: tensor<16xf32> {tdf.donate}, %u: tensor<8xf32>) -> tensor<16xf32> {
+  %decay = arith.constant 0.9 : f32
+  %e = tensor.empty() : tensor<2x8xf32>
+  %n = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%u : tensor<8xf32>) outs(%e : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %decay : f32
+    linalg.yield %m : f32
+  } -> tensor<2x8xf32>
+  %c = tensor.collapse_shape %n [[0, 1]] : tensor<2x8xf32> into tensor<16xf32>
+  return %c : tensor<16xf32>
+}
