@@ -43,6 +43,7 @@ setup: $(BUILD_STAMP)
 example: setup
 	$(PY) examples/jax_decode.py
 	$(PY) examples/kv_cache_decode.py
+	$(PY) examples/flax_train.py
 
 lit: setup
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/lit -sv lit_tests
