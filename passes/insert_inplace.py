@@ -281,16 +281,10 @@ def insert_inplace(func, module_op=None, ctx: PassContext | None = None,
     func = func.operation
     if module_op is None:
         module_op = func.parent.operation
-    concat_rejections: list[Rejection] = []
-    rebase_disjoint_reads(func, ctx)
-    rewrite_concats(func, ctx, module_op, concat_rejections)
-    rewrite_insert_slices(func, ctx, module_op, concat_rejections)
-    rewriter = InplaceRewriter(func, module_op, ctx, size_match)
-    count = rewriter.run()
-    count -= keep_one_shot_agreement(module_op, rewriter.generated, ctx)
-    if module_op.name == "builtin.module":
-        count += pair_donations(module_op, ctx, only=func)
-    return count, concat_rejections + rewriter.rejections
+    rejections: list[Rejection] = []
+    count = _rewrite_functions([func], module_op, ctx, size_match,
+                               lambda _func, found, _analysis: rejections.extend(found))
+    return count, rejections
 
 
 def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassContext | None = None,
@@ -298,24 +292,40 @@ def populate_inplace_rewrites(module_op, size_match: bool = False, ctx: PassCont
     """Applies every rewrite of this pass to each function under
     ``module_op`` (the reusable entry point, e.g. for ``tdf.compile``);
     returns the number of ops rewritten."""
+
+    def remark(func, rejections, analysis):
+        if remarks and ctx is not None:
+            for location, message in format_rejections(func, rejections, analysis):
+                ctx.remark(location, message)
+
+    return _rewrite_functions(function_bodies(module_op), module_op, ctx, size_match, remark,
+                              remarks=remarks, whole_module=True)
+
+
+def _rewrite_functions(funcs, module_op, ctx: PassContext | None, size_match: bool, rejected,
+                       remarks: bool = False, whole_module: bool = False) -> int:
+    """The one driver of the pass: steps 0-4 per function of ``funcs`` (its
+    rejections go to ``rejected(func, rejections, analysis)``), then the
+    agreement with One-Shot Bufferize (step 5) and the donation pairing
+    (step 6) on ``module_op``, over every function (``whole_module``) or
+    the one in ``funcs``. Kernel variants live in each function's parent,
+    or in ``module_op`` for a single function."""
     total = 0
     warned: set = set()
     generated: list = []
-    for func in function_bodies(module_op):
-        parent = func.parent.operation
-        concat_rejections: list[Rejection] = []
+    for func in funcs:
+        parent = func.parent.operation if whole_module else module_op
+        rejections: list[Rejection] = []
         rebase_disjoint_reads(func, ctx)
-        rewrite_concats(func, ctx, parent, concat_rejections)
-        rewrite_insert_slices(func, ctx, parent, concat_rejections)
+        rewrite_concats(func, ctx, parent, rejections)
+        rewrite_insert_slices(func, ctx, parent, rejections)
         rewriter = InplaceRewriter(func, parent, ctx, size_match, warned)
         total += rewriter.run()
         generated += rewriter.generated
-        if remarks and ctx is not None:
-            for location, message in format_rejections(
-                    func, concat_rejections + rewriter.rejections, rewriter.analysis):
-                ctx.remark(location, message)
+        rejected(func, rejections + rewriter.rejections, rewriter.analysis)
     total -= keep_one_shot_agreement(module_op, generated, ctx, remarks)
-    total += pair_donations(module_op, ctx)
+    if module_op.name == "builtin.module":
+        total += pair_donations(module_op, ctx, only=None if whole_module else funcs[0])
     return total
 
 

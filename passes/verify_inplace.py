@@ -59,7 +59,8 @@ from mlir import ir
 from ._pair_donations import explain_pair
 from .analysis.donation import donation_pairs, one_shot_equivalences, pairs_problem, returns_of
 from .analysis.inplace import InplaceAnalysis, namer
-from .analysis.one_shot import one_shot_copies
+from .analysis.manager import analyses
+from .analysis.one_shot import OneShotAnalysis
 from .ir_utils import collect_ops, function_bodies, op_key, sym_name
 from .registry import PassContext, PassOption, register_pass
 
@@ -71,6 +72,9 @@ def verify_function(func, copies: dict | None = None) -> list:
     ``tdf.call_inplace`` in ``func`` that needs a copy (see the module
     docstring); ``copies`` is :func:`one_shot_copies` of the module (None:
     tdf's rules only)."""
+    if not any(i >= 0 for call in collect_ops(func, "tdf.call_inplace")
+               for i in ir.DenseI64ArrayAttr(call.attributes["inplace_indices"])):
+        return []  # nothing to check: no liveness and alias analysis needed
     analysis = InplaceAnalysis(func)
     name = namer(func)
     found = []
@@ -110,15 +114,24 @@ def verify_function(func, copies: dict | None = None) -> list:
 )
 def verify_inplace(op, ctx: PassContext) -> None:
     """The pass (see the module docstring for rules and options)."""
+    with analyses(op) as cache:
+        one_shot = cache.get(OneShotAnalysis, op)
+        _verify_calls(op, ctx, one_shot.copies())
+        if ctx.option("donations"):
+            verify_donations(op, ctx, one_shot)
+
+
+def _verify_calls(op, ctx: PassContext, copies: dict | None) -> None:
     strict = ctx.option("strict")
-    copies = one_shot_copies(op)
     for func in function_bodies(op):
-        violations = verify_function(func, copies)
         checked = 0
         for inner in collect_ops(func, "tdf.call_inplace"):
             checked += sum(1 for i in ir.DenseI64ArrayAttr(inner.attributes["inplace_indices"])
                            if i >= 0)
         ctx.statistic("checked", checked)
+        if not checked:
+            continue
+        violations = verify_function(func, copies)
         if not violations:
             continue
         ctx.statistic("violations", len(violations))
@@ -128,21 +141,22 @@ def verify_inplace(op, ctx: PassContext) -> None:
                 ctx.error(call, message + "; in-place call would need a copy")
             else:
                 ctx.warning(call, message + "; a copy will be made")
-    if ctx.option("donations"):
-        verify_donations(op, ctx)
 
 
-def pair_misses(module_op) -> tuple[list, int]:
+def pair_misses(module_op, one_shot: OneShotAnalysis | None = None) -> tuple[list, int]:
     """``(op, message)`` for every donated argument in ``module_op`` (a
     ``builtin.module``) that does not hold its paired result (One-Shot's
-    analysis decides; tdf's rules say why), ``op`` being the op that
-    computes the result (or the ``func.return``). Also the number of pairs
-    checked: ``(misses, checked)``."""
+    analysis decides, ``one_shot`` when given; tdf's rules say why), ``op``
+    being the op that computes the result (or the ``func.return``). Also
+    the number of pairs checked: ``(misses, checked)``."""
     candidates = [(f, donation_pairs(f)) for f in function_bodies(module_op)]
     candidates = [(f, pairs) for f, pairs in candidates if any(a >= 0 for a in pairs)]
     if not candidates:
         return [], 0
-    equivalences = one_shot_equivalences(module_op) or {}
+    if one_shot is None:
+        equivalences = one_shot_equivalences(module_op) or {}
+    else:
+        equivalences = one_shot.equivalences() or {}
     misses, checked = [], 0
     for func, pairs in candidates:
         rets = returns_of(func)
@@ -167,13 +181,13 @@ def pair_misses(module_op) -> tuple[list, int]:
     return misses, checked
 
 
-def verify_donations(op, ctx: PassContext) -> None:
+def verify_donations(op, ctx: PassContext, one_shot: OneShotAnalysis | None = None) -> None:
     """The ``donations`` check (see the module docstring)."""
     for func in function_bodies(op):
         problem = pairs_problem(func)
         if problem is not None:
             ctx.error(func, problem)
-    misses, checked = pair_misses(op.operation)
+    misses, checked = pair_misses(op.operation, one_shot)
     ctx.statistic("pairs", checked)
     for where, message in misses:
         ctx.statistic("pair-misses")

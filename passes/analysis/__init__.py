@@ -13,11 +13,23 @@ annotate their results, for lit tests).
 * :mod:`~tdf.passes.analysis.inplace`: the in-place safety rules (dead,
   unaliased, owned, fits) on top of liveness and aliasing;
 * :mod:`~tdf.passes.analysis.one_shot`: what One-Shot Bufferize itself would
-  copy;
+  copy (its analysis run once per IR state, :class:`OneShotAnalysis`);
+* :mod:`~tdf.passes.analysis.manager`: analyses computed once and shared
+  while the IR is unchanged (upstream's ``AnalysisManager``);
 * :mod:`~tdf.passes.analysis.buffers`: live intervals of the heap buffers of
   bufferized functions (aliases followed through views, loops, branches);
 * :mod:`~tdf.passes.analysis.placement`: offsets for buffers with live
   intervals in an arena and in result buffers (no IR).
 """
 
-from . import alias, buffers, inplace, kernels, liveness, one_shot, placement, shapes  # noqa: F401
+from . import (  # noqa: F401
+    alias,
+    buffers,
+    inplace,
+    kernels,
+    liveness,
+    manager,
+    one_shot,
+    placement,
+    shapes,
+)

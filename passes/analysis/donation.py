@@ -35,8 +35,8 @@ from ..ir_utils import arg_dicts, collect_ops, function_type, has_body, sym_name
 from ..pipelines import ONE_SHOT_ANALYSIS
 
 __all__ = ["PAIRS_ATTR", "EQUIVALENT_ATTR", "pair_by_type", "pairing_key", "donation_pairs",
-           "pairs_problem", "one_shot_equivalences", "one_shot_verdicts", "equivalences_of",
-           "returns_of"]
+           "pairs_problem", "one_shot_equivalences", "one_shot_verdicts", "verdicts_of",
+           "equivalences_of", "returns_of"]
 
 #: Function attribute: per result, the donated argument paired with it (-1: none).
 PAIRS_ATTR = "tdf.donation_pairs"
@@ -176,18 +176,25 @@ def one_shot_verdicts(module_op) -> dict | None:
         pm = passmanager.PassManager.parse(
             "builtin.module(" + ", ".join(ONE_SHOT_ANALYSIS) + ")", context=context)
         pm.run(clone)
-        found = {}
-        for op in clone.regions[0].blocks[0].operations:
-            op = op.operation
-            if op.name == "func.func" and has_body(op):
-                copies = 0
-                for inner in collect_ops(op, None, lambda o: INPLACE_OPERANDS_ATTR in o.attributes):
-                    copies += sum(1 for flag in ir.ArrayAttr(inner.attributes[INPLACE_OPERANDS_ATTR])
-                                  if ir.StringAttr(flag).value == "false")
-                found[sym_name(op)] = (equivalences_of(op), copies)
-        return found
+        return verdicts_of(clone)
     except ir.MLIRError:
         return None
     finally:
         handler.detach()
         clone.erase()
+
+
+def verdicts_of(analysed) -> dict:
+    """:func:`one_shot_verdicts` read off ``analysed``, a module One-Shot
+    Bufferize's analysis has annotated (e.g.
+    :class:`tdf.passes.analysis.one_shot.OneShotAnalysis`'s clone)."""
+    found = {}
+    for op in analysed.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "func.func" and has_body(op):
+            copies = 0
+            for inner in collect_ops(op, None, lambda o: INPLACE_OPERANDS_ATTR in o.attributes):
+                copies += sum(1 for flag in ir.ArrayAttr(inner.attributes[INPLACE_OPERANDS_ATTR])
+                              if ir.StringAttr(flag).value == "false")
+            found[sym_name(op)] = (equivalences_of(op), copies)
+    return found

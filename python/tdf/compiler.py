@@ -11,7 +11,8 @@ run-time checks on), one at a time, recording what each decided
    which in-place writes happen and which operands must be copied first
    (and why): the data of :meth:`Program.report`;
 2. ``strict`` (``strict=True``): ``tdf-verify-inplace{strict=true}``, whose
-   errors raise :class:`StrictModeError`;
+   errors raise :class:`StrictModeError`; it reads the One-Shot analysis
+   of step 1 (:mod:`tdf.passes.analysis.manager`) instead of running its own;
 3. ``bufferize``: ``tdf-bounds-checks`` (unless ``bounds_checks=False``) and
    ``tdf-bufferize`` (donation, One-Shot Bufferize, dropping results that are
    donated arguments, ownership-based deallocation); the copies and
@@ -57,6 +58,8 @@ from .memory import MemoryAnalysis, memory_analyses
 from .parsing import parse_program
 from .passes import pipelines
 from .passes._runtime_sites import read_sites
+from .passes.analysis.manager import AnalysisCache, preserved
+from .passes.analysis.one_shot import OneShotAnalysis
 from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sym_name
 from .passes.outline_loop_nests import PART_PREFIX
 from .pipeline import run_pipeline
@@ -202,6 +205,37 @@ def _check_blas_options(blas, flush_denormals, num_threads) -> bool:
         raise CompileError("blas=True: no BLAS library (install scipy-openblas32; "
                            "see tdf.blas)")
     return blas
+
+
+# --------------------------------------------------------------------- input
+
+
+class OwnedModule:
+    """A program a frontend built for one :func:`compile` alone: the
+    ``ir.Module`` (in a :func:`tdf.Context` that nothing else uses while the
+    compile runs) is compiled as it is -- not printed and parsed again into
+    a fresh context -- and consumed: the compile rewrites it, and a second
+    compile of the same object is a ``ValueError``. ``tdf.jax.jit`` hands
+    each compile a copy of its imported module this way."""
+
+    def __init__(self, module: ir.Module):
+        if not isinstance(module, ir.Module):
+            raise TypeError(f"OwnedModule expects an mlir.ir.Module, got {type(module).__name__}")
+        self._module: ir.Module | None = module
+
+    def take(self) -> ir.Module:
+        module, self._module = self._module, None
+        if module is None:
+            raise ValueError("an OwnedModule is compiled once (it was compiled already)")
+        return module
+
+
+def _input_module(text_or_module, filename: str) -> ir.Module:
+    """The module to compile: an :class:`OwnedModule`'s own, else parsed
+    into a fresh context (text, or an ``ir.Module`` printed first)."""
+    if isinstance(text_or_module, OwnedModule):
+        return text_or_module.take()
+    return parse_program(text_or_module, filename, "tdf.compile")
 
 
 # -------------------------------------------------------------------- stages
@@ -359,7 +393,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     """Compiles a tdf program.
 
     ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
-    modified). ``target``: ``"cpu"`` (a :class:`Program` of JIT-compiled
+    modified), or an :class:`OwnedModule` (compiled without a copy,
+    consumed). ``target``: ``"cpu"`` (a :class:`Program` of JIT-compiled
     functions) or ``"nvvm"`` (dispatched to :func:`tdf.gpu.compile_nvvm` with
     ``chip``). ``inplace``: run ``tdf-insert-inplace``. ``strict``: a copy
     forced on a ``tdf.call_inplace`` operand raises :class:`StrictModeError`.
@@ -441,22 +476,29 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         timer.print()
         return program
     with timer.stage("parse"):
-        module = parse_program(text_or_module, filename, "tdf.compile")
+        module = _input_module(text_or_module, filename)
     context = module.context
     with context, ir.Location.unknown(context):
         entries = _entries(module, filename)
         with timer.stage("inplace"):
             calls_inplace, fused = _run_inplace_stage(module, stages["inplace"], filename)
-        with timer.stage("report: in-place decisions (One-Shot analysis)"):
-            decisions, forced = _report.inplace_decisions(module, filename)
-        if copy_before_write:
-            # One-Shot skips its analysis in this mode: every write copies.
-            for decision in decisions:
-                decision.inplace = False
-                decision.reason = _report.COPY_BEFORE_WRITE_REASON
-        if "strict" in stages:
-            with timer.stage("strict"):
-                _run_strict_stage(module, stages["strict"], forced, filename)
+        # One-Shot's analysis of the in-place stage's output, run once for
+        # the report and tdf-verify-inplace (which changes no IR).
+        analyses = AnalysisCache()
+        try:
+            with timer.stage("report: in-place decisions (One-Shot analysis)"):
+                decisions, forced = _report.inplace_decisions(
+                    module, filename, analyses.get(OneShotAnalysis, module.operation))
+            if copy_before_write:
+                # One-Shot skips its analysis in this mode: every write copies.
+                for decision in decisions:
+                    decision.inplace = False
+                    decision.reason = _report.COPY_BEFORE_WRITE_REASON
+            if "strict" in stages:
+                with timer.stage("strict"), preserved(module.operation, analyses):
+                    _run_strict_stage(module, stages["strict"], forced, filename)
+        finally:
+            analyses.close()
         with timer.stage("bufferize"):
             _run(module, stages["bufferize"], filename)
         buffer_ir = str(module)

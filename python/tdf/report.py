@@ -10,7 +10,9 @@ from the IR between pipeline stages; byte sizes come from
 - :func:`tag_calls` / :func:`fused_calls`: the ``tdf.call`` ops that
   ``tdf-inline-kernels`` fused away (tagged before it runs, missed after);
 - :func:`inplace_decisions`: One-Shot Bufferize's analysis (on a clone of
-  the module) of every write: in place, or on a copy and why;
+  the module, :class:`tdf.passes.analysis.one_shot.OneShotAnalysis`, shared
+  with ``tdf-verify-inplace`` in ``tdf.compile``) of every write: in place,
+  or on a copy and why;
 - :func:`buffers`: the allocations and copies left in bufferized IR;
 - :func:`record_gpu_stage`: what one stage of ``tdf-lower-to-nvvm`` decided.
 """
@@ -23,7 +25,6 @@ from mlir import ir
 
 from .errors import format_location
 from .passes.ir_utils import arg_dicts, collect_ops, has_body, sym_name
-from .passes.pipelines import ONE_SHOT_ANALYSIS
 from .vocabulary import (
     ACCESS_ATTR,
     ASSUME_UNALIASED,
@@ -374,17 +375,25 @@ def _decisions_at(op, func, filename: str, access: dict) -> list:
     return found
 
 
-def inplace_decisions(module, filename: str) -> tuple[list, list]:
-    """Runs ``tdf-donate`` and One-Shot Bufferize in analysis-only mode (the
-    options of every tdf pipeline) on a clone of ``module``; returns the
-    :class:`InplaceDecision` of every write, then the
-    :class:`DonationPairing` of every donated argument paired with a result
-    (:class:`Report` lists them apart), and, among the decisions, the copies
-    forced on ``tdf.call_inplace`` operands."""
-    from .pipeline import run_pipeline
+def inplace_decisions(module, filename: str, one_shot=None) -> tuple[list, list]:
+    """Reads One-Shot Bufferize's analysis (``tdf-donate``, then One-Shot
+    in analysis-only mode with the options of every tdf pipeline, on a
+    clone of ``module``: ``one_shot``, a
+    :class:`tdf.passes.analysis.one_shot.OneShotAnalysis` of ``module``,
+    when given, else run here); returns the :class:`InplaceDecision` of
+    every write, then the :class:`DonationPairing` of every donated argument
+    paired with a result (:class:`Report` lists them apart), and, among the
+    decisions, the copies forced on ``tdf.call_inplace`` operands. Raises
+    the analysis's :class:`tdf.PipelineError` when it fails."""
+    from .passes.analysis.one_shot import OneShotAnalysis
 
-    copy = module.operation.clone()
-    run_pipeline(copy, "builtin.module(" + ", ".join(ONE_SHOT_ANALYSIS) + ")")
+    if one_shot is None:
+        with OneShotAnalysis(module.operation) as own:
+            return _decisions(own.analysed, filename)
+    return _decisions(one_shot.analysed, filename)
+
+
+def _decisions(copy, filename: str) -> tuple[list, list]:
     # Per function, the access One-Shot inferred for each argument
     # ("read", "write", "read-write", "none"): what a func.call writes.
     access = {sym_name(func): [ir.StringAttr(d[ACCESS_ATTR]).value if ACCESS_ATTR in d

@@ -165,49 +165,85 @@ class Lowered:
         self._module = module
         self._context = context
         self._where = where  # the call site: the fallback location of the translation
-        self._build_lock = threading.Lock()
+        # Held while the module or its context is in use (translation,
+        # printing, a copy compiled in the same context): a tdf.Context is
+        # single-threaded.
+        self._lock = threading.RLock()
         self.name = name
         self._compiled: dict[tuple, object] = {}  # (strict, options) -> compiled program
         self._default = None
 
     def _built(self) -> ir.Module:
-        with self._build_lock:
+        with self._lock:
             if self._module is None:
                 self._module, self._context = _build_module(self._signature, self.name,
                                                             self._where)
-        return self._module
+            return self._module
 
     def as_text(self, debug_info: bool = False) -> str:
         """The imported MLIR (``func.func @main``; ``debug_info`` adds the
         user source locations of every op)."""
-        return self._built().operation.get_asm(enable_debug_info=debug_info)
+        with self._lock:
+            return self._built().operation.get_asm(enable_debug_info=debug_info)
+
+    def _copy(self):
+        """A copy of the imported module for one compile
+        (:class:`tdf.compiler.OwnedModule`): the ops cloned in this
+        Lowered's context, with their locations -- what printing the module
+        with its debug info and parsing the text gives, without either."""
+        from ..compiler import OwnedModule
+        with self._lock:
+            module = self._built()
+            with self._context:
+                copy = ir.Module.create(module.operation.location)
+                for attr in module.operation.attributes:
+                    copy.operation.attributes[attr.name] = attr.attr
+                at = ir.InsertionPoint(copy.body)
+                for op in module.body.operations:
+                    op.operation.clone(ip=at)
+            return OwnedModule(copy)
 
     def _program_input(self, options: dict):
-        """What :func:`tdf.compile` gets: with the compilation cache on, a
+        """What :func:`tdf.compile` gets: a copy of the module
+        (:meth:`_copy`), with the compilation cache on as a
         :class:`tdf.cache.Source` keyed by the jaxpr
-        (:mod:`tdf.jax._cache_key`), translated only on a cache miss; else
-        (or for an unkeyable program) the text."""
+        (:mod:`tdf.jax._cache_key`), translated and copied only on a cache
+        miss; the text for a program the cache keys by its text (an
+        unkeyable jaxpr) and for other targets."""
         from .. import cache
-        if options.get("target", "cpu") == "cpu" and cache.cache_dir() is not None:
+        if options.get("target", "cpu") != "cpu":
+            return self.as_text(debug_info=True)
+        if cache.cache_dir() is not None:
             from ._cache_key import program_key
             key = program_key(self._signature, self.name, self._where)
-            if key is not None:
-                return cache.Source(key, lambda: self.as_text(debug_info=True))
-        return self.as_text(debug_info=True)
+            if key is None:
+                return self.as_text(debug_info=True)
+            # The Source's "text" is the module copy: tdf.compile gets
+            # it back from the cache's lookup on a miss.
+            return cache.Source(key, self._copy)
+        return self._copy()
 
     def compile(self, strict: bool = False, **options):
         """Compiles with :func:`tdf.compile` (``options`` are passed on);
         ``strict=True`` raises :class:`StrictInplaceError` when an update
         (``.at[]``, ``dynamic_update_slice``, scatter) would copy its
-        operand, naming the user's source line."""
+        operand, naming the user's source line. One compile at a time per
+        signature: the copy compiles in this Lowered's context."""
         key = (bool(strict), tuple(sorted(options.items())))
         program = self._compiled.get(key)
         if program is None:
-            from ..compiler import compile as tdf_compile
-            program = tdf_compile(self._program_input(options), filename=self.name, **options)
-            if strict:
-                _check_strict(program, self._signature)
-            self._compiled[key] = program
+            with self._lock:
+                program = self._compiled.get(key)
+                if program is None:
+                    program = self._compile(strict, options)
+                    self._compiled[key] = program
+        return program
+
+    def _compile(self, strict: bool, options: dict):
+        from ..compiler import compile as tdf_compile
+        program = tdf_compile(self._program_input(options), filename=self.name, **options)
+        if strict:
+            _check_strict(program, self._signature)
         return program
 
 
