@@ -2,7 +2,9 @@
 random JAX programs from the supported primitives (element-wise math,
 comparisons/select, integer arithmetic, reductions, argmax, dot_general,
 shape ops, dynamic slices with out-of-range starts, gathers and scatters
-with out-of-range indices, fori_loop, cond), runs each through
+with out-of-range indices, fori_loop, cond, sort/argsort/top_k, cumulative
+ops, unsigned ints, PRNG keys and samplers, convolutions, pooling, refs),
+runs each through
 ``tdf.jax.jit`` (with a random argument donated) and ``jax.jit``, and
 compares every result (dtype, shape, values); tdf with its memory planner
 off (``plan_memory=False``) must give the same bits.
@@ -71,7 +73,9 @@ def _op_names():
                "concat", "cumsum", "dyn_slice", "dyn_update", "gather", "scatter_set",
                "scatter_add", "int_ops", "fori", "cond", "reshape", "broadcast_row", "scan",
                "while", "lax_pad", "batched_dot", "cummax", "take_fill", "select3", "bf16_round",
-               "loop_updates", "split", "uint_ops", "uint_index", "cumlogsumexp"])
+               "loop_updates", "split", "uint_ops", "uint_index", "cumlogsumexp", "sort",
+               "argsort", "top_k", "cumprod", "cummin", "uint16_ops", "random", "random_float",
+               "conv", "max_pool", "sum_pool", "refs"])
 
 
 @st.composite
@@ -212,9 +216,63 @@ def _shape_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
     return r, ex
 
 
+def _sort_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
+    """One op of the sorting and cumulative group: (value, exact) or None."""
+    if name == "sort":
+        r, ex = jnp.sort(e, axis=s % 2, descending=s < 0), True
+    elif name == "argsort":
+        r, ex = jnp.argsort(e, axis=s % 2, stable=True).astype(jnp.float32) + e, True
+    elif name == "top_k":
+        vals, ids = lax.top_k(e, 2)
+        r, ex = jnp.concatenate([vals, ids.astype(jnp.float32) - vals], axis=1), True
+    elif name == "cumprod":
+        r, ex = jnp.cumprod(jnp.tanh(a) * 1.5, axis=s % 2), False
+    elif name == "cummin":
+        r, ex = lax.cummin(e, axis=s % 2, reverse=s < 0), True
+    elif name == "uint16_ops":
+        u = (e * 300).astype(jnp.int32).astype(jnp.uint16)  # negatives wrap
+        d = (u // (u % 7 + 1) + (u >> 3) - u * jnp.uint16(3) + jnp.cumsum(u, 0, dtype=jnp.uint16)
+             + jnp.minimum(u, jnp.uint16(40000)))
+        r, ex = d.astype(jnp.float32) + jnp.argmin(u, 1)[:, None], True
+    else:
+        return None
+    return r, ex
+
+
+def _random_op(name, a, b, e, e2, s, k, idx, a_exact, b_exact):
+    """One op of the PRNG, convolution, pooling and ref group: (value, exact) or None."""
+    if name in ("random", "random_float"):
+        key = jax.random.fold_in(jax.random.key(k), s)
+        k1, k2 = jax.random.split(key)
+        if name == "random":
+            bits = jax.random.bits(k1, (R, C)) % jnp.uint32(997)
+            r = bits.astype(jnp.float32) + jax.random.randint(k2, (R, C), -5, 5) + e
+        else:  # float samplers: jax.jit's bits too
+            keep = jax.random.bernoulli(k2, 0.7, (R, C))
+            r = jnp.where(keep, jax.random.normal(k1, (R, C)) + a, jax.random.uniform(k2, (R, C)))
+        return r, name == "random"
+    if name == "conv":
+        kernel = b[:2, :3][None, None] * 0.5
+        out = lax.conv_general_dilated(a[None, None], kernel, (1, 1), "SAME",
+                                       rhs_dilation=(1, 1 + s % 2))
+        return out[0, 0], False
+    if name == "max_pool":
+        return lax.reduce_window(e, -jnp.inf, lax.max, (2, 2), (1, 1), "SAME"), True
+    if name == "sum_pool":
+        return lax.reduce_window(a, 0.0, lax.add, (2, 3), (1, 1), "SAME"), False
+    if name == "refs":
+        ref = jax.new_ref(e)
+        ref[s % R] = e2[0]
+        jax.ref.addupdate(ref, ((s + 1) % R,), b[1])
+        old = jax.ref.swap(ref, (slice(0, 1),), e2[1:2])
+        return ref[...] + old, False
+    return None
+
+
 def _structured_op(*args):
     """One op of the second group (scans, loops, indexing, scatters): (value, exact) or None."""
-    return _indexing_op(*args) or _loop_op(*args) or _shape_op(*args)
+    return (_indexing_op(*args) or _loop_op(*args) or _shape_op(*args) or _sort_op(*args)
+            or _random_op(*args))
 
 def _interpret(ops):
     """The JAX function of a program: a pool of (value, exact) pairs, each op
@@ -222,7 +280,7 @@ def _interpret(ops):
 
     def fun(x, y, idx, k):
         pool = [(x, True), (y, True)]
-        outs = []
+        outs, exact = [], []
         for name, i, j, s in ops:
             a, a_exact = pool[i % len(pool)]
             b, b_exact = pool[j % len(pool)]
@@ -237,6 +295,9 @@ def _interpret(ops):
             r = r.astype(jnp.float32)
             pool.append((r, ex))
             outs.append(r)
+            exact.append(ex)
+        # which results must be the same bits (set when traced)
+        fun.exact = (exact[-1], exact[len(outs) // 2], False)
         return outs[-1], outs[len(outs) // 2], jnp.sum(outs[0])
 
     return fun
@@ -265,9 +326,11 @@ def _check(ops, donate, seed):
     unplanned = tdf.jax.jit(fun, donate_argnums=donate, plan_memory=False)(*_arguments(seed))
     for a, u in zip(ours, unplanned):
         np.testing.assert_array_equal(a, u, err_msg=f"plan_memory on/off differ: {ops}")
-    for a, b in zip(ours, ref):
+    for a, b, exact in zip(ours, ref, fun.exact):
         b = np.asarray(b)
         assert a.dtype == b.dtype and a.shape == b.shape
+        if exact:  # integer, PRNG and exactly computed values: the same bits
+            np.testing.assert_array_equal(a, b, err_msg=f"program {ops} seed={seed}")
         scale = 1.0 + float(np.nanmax(np.abs(np.where(np.isfinite(b), b, 0))))
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * scale,
                                    err_msg=f"program {ops} donate={donate} seed={seed}")

@@ -15,11 +15,13 @@ from ``arith``/``math`` ops with XLA's semantics:
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg
 from mlir.dialects import math as mmath
 
+from . import _xla_math
 from ._builder import bits, element_type, is_bool, is_float, is_unsigned, rule
 
 _F32 = None
@@ -60,10 +62,23 @@ def _in_dtype(eqn, i=0):
     return eqn.invars[i].aval.dtype
 
 
-def _binary(float_op, int_op, bool_op=None, uint_op=None):
+def _contract():
+    """``#arith.fastmath<contract>``: LLVM may fuse a multiply into the add
+    or subtract that is its only use (one rounding), as XLA:CPU compiles
+    (LLVM's ``fp-contract=fast``): jax.jit's bits for ``a * b + c``."""
+    return ir.Attribute.parse("#arith.fastmath<contract>")
+
+
+def _contractible(x) -> bool:
+    return isinstance(x.type, (ir.F32Type, ir.F64Type))
+
+
+def _binary(float_op, int_op, bool_op=None, uint_op=None, contract=False):
     def fn(tr, eqn, x, y):
         dtype = _in_dtype(eqn)
         if is_float(dtype):
+            if contract and _contractible(x):
+                return float_op(x, y, fastmath=_contract()).result
             return float_op(x, y).result
         if is_bool(dtype) and bool_op is not None:
             return bool_op(x, y).result
@@ -73,10 +88,10 @@ def _binary(float_op, int_op, bool_op=None, uint_op=None):
     return fn
 
 
-_float_rule("add", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp))
-_float_rule("add_any", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp))
-_float_rule("sub", _binary(arith.SubFOp, arith.SubIOp, arith.XOrIOp))
-_float_rule("mul", _binary(arith.MulFOp, arith.MulIOp, arith.AndIOp))
+_float_rule("add", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp, contract=True))
+_float_rule("add_any", _binary(arith.AddFOp, arith.AddIOp, arith.OrIOp, contract=True))
+_float_rule("sub", _binary(arith.SubFOp, arith.SubIOp, arith.XOrIOp, contract=True))
+_float_rule("mul", _binary(arith.MulFOp, arith.MulIOp, arith.AndIOp, contract=True))
 _float_rule("max", _binary(arith.MaximumFOp, arith.MaxSIOp, arith.OrIOp, arith.MaxUIOp))
 _float_rule("min", _binary(arith.MinimumFOp, arith.MinSIOp, arith.AndIOp, arith.MinUIOp))
 _float_rule("and", _binary(None, arith.AndIOp))
@@ -133,12 +148,64 @@ def _rem(tr, eqn, x, y):
     return arith.SelectOp(by_zero, x, r).result
 
 
-_float_rule("div", _div)
+_float_div = _float_rule("div", _div)
+
+
+def _splat_float(value):
+    """The float every element of tensor ``value`` holds when it is a
+    constant (``arith.constant``, or ``tensor.from_elements``,
+    ``tensor.extract``, ``linalg.fill`` of one), else None."""
+    for _ in range(4):
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return None
+        op = owner.operation
+        if op.name == "arith.constant":
+            attr = op.attributes["value"]
+            if isinstance(attr, ir.FloatAttr):
+                return attr.value
+            if isinstance(attr, ir.DenseFPElementsAttr) and attr.is_splat:
+                return ir.FloatAttr(attr.get_splat_value()).value
+            return None
+        if op.name in ("tensor.from_elements", "tensor.extract", "linalg.fill") and op.operands:
+            value = op.operands[0]
+            continue
+        return None
+    return None
+
+
+@rule("div")
+def _div_rule(tr, eqn, args):
+    """``x / c`` with a constant float ``c`` is ``x * (1 / c)``, the
+    reciprocal rounded to ``c``'s type (float32 for bfloat16, which XLA
+    computes in float32): XLA's algebraic simplifier rewrites it so, and
+    jax.jit's results have those bits."""
+    dtype = _in_dtype(eqn)
+    divisor = _splat_float(args[1]) if is_float(dtype) else None
+    if divisor is None:
+        return _float_div(tr, eqn, args)
+    kind = np.float32 if np.dtype(dtype) == np.dtype(ml_dtypes.bfloat16) else np.dtype(dtype).type
+    with np.errstate(divide="ignore", over="ignore"):
+        reciprocal = float(kind(1) / kind(divisor))
+    etype = element_type(dtype)
+
+    def scalar(x):
+        wide = _widen(x)
+        c = tr.const(reciprocal, wide.type)
+        if _is_half(etype):
+            return _narrow(arith.MulFOp(wide, c).result, etype)
+        return arith.MulFOp(wide, c, fastmath=_contract()).result
+
+    return [tr.elementwise(eqn.outvars[0].aval, [args[0]], scalar)]
+
+
 _float_rule("rem", _rem)
 
 
 def _neg(tr, eqn, x):
     if is_float(_in_dtype(eqn)):
+        if _contractible(x):
+            return arith.NegFOp(x, fastmath=_contract()).result
         return arith.NegFOp(x).result
     return arith.SubIOp(tr.const(0, x.type), x).result
 
@@ -176,15 +243,35 @@ def _math(op):
     return lambda tr, eqn, x: op(x).result
 
 
-for _name, _op in (("exp", mmath.ExpOp), ("exp2", mmath.Exp2Op), ("log", mmath.LogOp),
-                   ("log1p", mmath.Log1pOp), ("expm1", mmath.ExpM1Op), ("sqrt", mmath.SqrtOp),
-                   ("rsqrt", mmath.RsqrtOp), ("tanh", mmath.TanhOp), ("erf", mmath.ErfOp),
+for _name, _op in (("exp", mmath.ExpOp), ("exp2", mmath.Exp2Op),
+                   ("expm1", mmath.ExpM1Op), ("sqrt", mmath.SqrtOp),
+                   ("rsqrt", mmath.RsqrtOp), ("tanh", mmath.TanhOp),
                    ("erfc", mmath.ErfcOp), ("sin", mmath.SinOp), ("cos", mmath.CosOp),
                    ("tan", mmath.TanOp), ("floor", mmath.FloorOp), ("ceil", mmath.CeilOp),
                    ("atan", mmath.AtanOp), ("cbrt", mmath.CbrtOp), ("asin", mmath.AsinOp),
                    ("acos", mmath.AcosOp), ("sinh", mmath.SinhOp), ("cosh", mmath.CoshOp),
                    ("asinh", mmath.AsinhOp), ("acosh", mmath.AcoshOp), ("atanh", mmath.AtanhOp)):
     _float_rule(_name, _math(_op))
+
+
+def _xla_f32(xla_fn, op):
+    """``xla_fn`` (XLA:CPU's own float32 algorithm, :mod:`._xla_math`) on
+    float32 scalars (and float16/bfloat16 ones, widened), ``op`` on float64."""
+    def fn(tr, eqn, x):
+        if isinstance(x.type, ir.F32Type):
+            return xla_fn(tr, x)
+        return op(x).result
+    return fn
+
+
+def log1p_f(tr, x):
+    """``log1p`` as jax.jit computes it (f32: XLA's algorithm)."""
+    return _xla_f32(_xla_math.log1p, mmath.Log1pOp)(tr, None, x)
+
+
+_float_rule("log", _xla_f32(_xla_math.log, mmath.LogOp))
+_float_rule("log1p", _xla_f32(_xla_math.log1p, mmath.Log1pOp))
+_float_rule("erf", _xla_f32(_xla_math.erf, mmath.ErfOp))
 
 # Giles' single-precision erfinv ("Approximating the erfinv function", GPU
 # Computing Gems), XLA's f32 polynomial: w < 5 and w >= 5.
@@ -195,15 +282,17 @@ _ERF_INV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844
 
 
 def _erf_inv_giles(tr, x):
-    """Giles' polynomial (about 1e-7 relative error); ``x`` f32 or f64."""
-    w = arith.NegFOp(mmath.Log1pOp(arith.NegFOp(arith.MulFOp(x, x).result).result).result).result
+    """Giles' polynomial (about 1e-7 relative error); ``x`` f32 or f64.
+    Horner steps are fused multiply-adds and ``log1p`` is XLA's, as in
+    jax.jit's CPU code (bit-identical for f32)."""
+    w = arith.NegFOp(log1p_f(tr, arith.NegFOp(arith.MulFOp(x, x).result).result)).result
     small = arith.CmpFOp(arith.CmpFPredicate.OLT, w, tr.const(5.0, x.type)).result
     w = arith.SelectOp(small, arith.SubFOp(w, tr.const(2.5, x.type)).result,
                        arith.SubFOp(mmath.SqrtOp(w).result, tr.const(3.0, x.type)).result).result
     p = None
     for lo, hi in zip(_ERF_INV_SMALL, _ERF_INV_LARGE):
         c = arith.SelectOp(small, tr.const(lo, x.type), tr.const(hi, x.type)).result
-        p = c if p is None else arith.AddFOp(c, arith.MulFOp(p, w).result).result
+        p = c if p is None else mmath.FmaOp(p, w, c).result
     return arith.MulFOp(p, x).result
 
 
