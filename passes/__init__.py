@@ -21,6 +21,7 @@ from .. import dialects as _dialects  # noqa: F401
 from . import (  # noqa: F401
     alloc_checks,
     analysis,
+    arena_alias_scopes,
     bounds_checks,
     check_sizes,
     contractions_to_blas,

@@ -1,5 +1,5 @@
 """``tdf-inline-kernels``: raise a kernel's body to linalg-on-tensors at its
-``tdf.call`` sites, so that upstream ``linalg-fuse-elementwise-ops`` can fuse
+``tdf.call`` sites, so that ``tdf-fuse-elementwise`` can fuse
 a chain of kernel calls into one loop and ``tdf-insert-inplace`` can decide
 its storage (the fused loop computes straight into the final buffer).
 
@@ -156,7 +156,7 @@ def _payload_problem(generic, block, constants, n_ins: int) -> str:
 @register_pass(
     "tdf-inline-kernels",
     "Raise single-linalg.generic kernel bodies to linalg-on-tensors at their tdf.call sites "
-    "(then linalg-fuse-elementwise-ops can fuse chains of kernel calls)",
+    "(then tdf-fuse-elementwise can fuse chains of kernel calls)",
     options=[PassOption("remarks", bool, False, "A remark for every tdf.call left as a call")],
     statistics=[("inlined", "tdf.call ops replaced by the kernel's linalg.generic")],
 )
@@ -199,7 +199,7 @@ MAX_FUSED_CHAIN = 64
 
 def _chained(calls: list) -> list:
     """The calls of ``calls`` that feed or are fed by another one: inlining
-    pays where ``linalg-fuse-elementwise-ops`` can then fuse. A lone call
+    pays where ``tdf-fuse-elementwise`` can then fuse. A lone call
     stays a call (``tdf-insert-inplace`` handles it, e.g. computing a
     concat part in its slice through a strided kernel variant). A chain
     whose result reaches a ``tensor.insert_slice`` is fused too:

@@ -53,10 +53,12 @@ ONE_SHOT_COPY_BEFORE_WRITE = one_shot("copy-before-write")
 ONE_SHOT_ANALYSIS = ["tdf-donate", one_shot("test-analysis-only")]
 
 #: The fusion stage of the CPU pipeline (before tdf-insert-inplace): chains of
-#: kernel calls inlined as linalg ops, then fused into one loop. No cse here:
+#: kernel calls inlined as linalg ops, then fused into loops (upstream's
+#: element-wise fusion with a bound on the fused body, ``tdf-fuse-elementwise``:
+#: linear in the chain length where upstream's pass is quadratic). No cse here:
 #: it would merge the tensor.empty inits, and One-Shot Bufferize then copies
 #: where each op could have had its own buffer.
-FUSE_KERNELS = ["tdf-inline-kernels", "linalg-fuse-elementwise-ops"]
+FUSE_KERNELS = ["tdf-inline-kernels", "tdf-fuse-elementwise"]
 
 #: Math ops lowered to libm calls (by ``tdf-convert-math-to-libm``).
 LIBM_OPS = ("acosh", "asinh", "atanh", "cbrt", "erf", "erfc", "expm1", "log1p")
@@ -193,6 +195,7 @@ LOWER_TO_LLVM = [
     "convert-func-to-llvm",
     "convert-cf-to-llvm",
     "reconcile-unrealized-casts",
+    "tdf-arena-alias-scopes",
 ]
 
 
@@ -269,7 +272,7 @@ def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
     if fuse_kernels:
         passes += FUSE_KERNELS
     if blas:
-        at = passes.index("linalg-fuse-elementwise-ops") if fuse_kernels else len(passes)
+        at = passes.index("tdf-fuse-elementwise") if fuse_kernels else len(passes)
         passes.insert(at, "tdf-specialize-contractions")
     if split_reductions:
         passes.append("tdf-split-reductions")
@@ -308,7 +311,7 @@ CPU_OPTIONS = [
                "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
     PassOption("fuse-kernels", bool, True,
                "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
-               "linalg-fuse-elementwise-ops)"),
+               "tdf-fuse-elementwise)"),
     PassOption("bounds-checks", bool, False,
                "Check dynamic indices, offsets and sizes at run time (tdf-bounds-checks; "
                "a failure calls the tdf runtime, which tdf.compile provides)"),
@@ -357,7 +360,7 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
 )
 def lower_to_cpu_pipeline(options: dict) -> str:
     """[``tdf-check-sizes``, ``tdf-inline-kernels``,
-    ``linalg-fuse-elementwise-ops``, ``tdf-insert-inplace``] →
+    ``tdf-fuse-elementwise``, ``tdf-insert-inplace``] →
     [``tdf-verify-inplace{strict}``] → ``tdf-bufferize`` → linalg to loops
     (matmuls tiled and vectorized, math approximated) →
     affine/scf/cf/vector/memref/arith/math/index/func → LLVM →

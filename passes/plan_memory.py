@@ -22,7 +22,8 @@ A buffer an ``scf.for`` body computes for the next iteration is first
 copied into the iteration's own carried buffer at the end of the body
 (``tdf.passes._loop_carries``, as XLA keeps a while loop's state in one
 buffer), so that it too is an ordinary temporary. Each planned allocation
-becomes a ``memref.view`` of its bin. Deallocation
+becomes a ``memref.view`` of its bin, located ``"tdf.slice:<bytes>"(...)``
+(what ``tdf-arena-alias-scopes`` tells LLVM about it). Deallocation
 (ownership-based, later in ``tdf-bufferize``) then frees the arena once, at
 the end of the call; the arena is allocated per call, so compiled functions
 stay safe to call from several threads at once. The plan is re-checked on
@@ -79,6 +80,7 @@ from ..vocabulary import ARENA_ATTR, MEMORY_PLAN_ATTR
 from ._loop_carries import carry_in_place
 from .analysis.buffers import LOOPS, Buffer, function_buffers, shared_storage_conflicts
 from .analysis.placement import ALIGNMENT, Block, Host, Placement, check, lower_bound, place
+from .arena_alias_scopes import slice_location
 from .ir_utils import function_bodies
 from .registry import PassContext, PassOption, register_pass
 from .unown_opaque_results import opaque_callees
@@ -106,7 +108,8 @@ def _as_view(buffer: Buffer, base: ir.Value, offset: int) -> None:
     alloc = buffer.op
     with ir.InsertionPoint(alloc), alloc.location:
         shift = arith.ConstantOp(ir.IndexType.get(), offset).result
-        view = memref.ViewOp(alloc.results[0].type, base, shift, []).result
+        view = memref.ViewOp(alloc.results[0].type, base, shift, [],
+                             loc=slice_location(buffer.size or 0, alloc.location)).result
     alloc.results[0].replace_all_uses_with(view)
     alloc.erase()
 

@@ -2,7 +2,7 @@
 ``linalg.contract`` ops, with transposes of their inputs folded into their
 indexing maps.
 
-Runs on tensors before kernel fusion (``linalg-fuse-elementwise-ops``) when
+Runs on tensors before kernel fusion (``tdf-fuse-elementwise``) when
 the CPU pipeline sends contractions to the BLAS
 (``tdf-contractions-to-blas``). Two things would otherwise stop a contraction
 from reaching the library, or make it slow there:

@@ -1,6 +1,6 @@
 """Codegen optimisations compared with themselves switched off and with JAX:
 
-- kernel fusion (``tdf-inline-kernels`` + ``linalg-fuse-elementwise-ops``):
+- kernel fusion (``tdf-inline-kernels`` + ``tdf-fuse-elementwise``):
   random chains/DAGs of element-wise kernel calls with random donation, run
   fused, unfused (``inplace_stage(fuse_kernels=False)``) and by ``jax.jit``;
   fused and unfused must agree bit for bit (fusion reorders no arithmetic),

@@ -6,7 +6,7 @@
   chains, so the largest alias set must not grow with the chain, while every
   decision stays in place.
 * ``tdf-inline-kernels`` leaves every 64th call of a long chain a call, so
-  that ``linalg-fuse-elementwise-ops`` never fuses more than 64 generics into
+  that ``tdf-fuse-elementwise`` never fuses more than 64 generics into
   one (its cost grows with the square of the fused length).
 
 The timings themselves live in ``benchmarks/compile_scaling.py``.
@@ -166,3 +166,33 @@ def test_liveness_linear_in_nesting_depth(monkeypatch):
         tdf.run_pipeline(module, "builtin.module(test-tdf-liveness)")
         work.append(calls[0])
     assert work[1] <= 4.6 * work[0], work
+
+
+def _generic_chain(n: int) -> str:
+    body = ["math.tanh %a", "arith.mulf %a, %a", "math.exp %a", "arith.addf %a, %a"]
+    lines = ["#map = affine_map<(d0) -> (d0)>",
+             "func.func @main(%x: tensor<64xf32>) -> tensor<64xf32> {",
+             "  %e = tensor.empty() : tensor<64xf32>"]
+    prev = "%x"
+    for i in range(n):
+        lines.append(
+            f'  %t{i} = linalg.generic {{indexing_maps = [#map, #map], iterator_types = '
+            f'["parallel"]}} ins({prev} : tensor<64xf32>) outs(%e : tensor<64xf32>) {{\n'
+            f"  ^bb0(%a: f32, %o: f32):\n    %v = {body[i % 4]} : f32\n"
+            f"    linalg.yield %v : f32\n  }} -> tensor<64xf32>")
+        prev = f"%t{i}"
+    return "\n".join(lines) + f"\n  return {prev} : tensor<64xf32>\n}}\n"
+
+
+def test_elementwise_fusion_keeps_bodies_bounded():
+    """A chain of 600 element-wise linalg ops (what a long JAX program is)
+    becomes loops of at most max-body-ops ops: each fusion copies the fused
+    body, so the bound is what keeps the pass linear in the chain."""
+    module = tdf.parse(_generic_chain(600), tdf.Context())
+    tdf.run_pipeline(module, "builtin.module(tdf-fuse-elementwise{max-body-ops=128})")
+    generics = [op for op in module.body.operations[0].regions[0].blocks[0].operations
+                if op.operation.name == "linalg.generic"]
+    sizes = [len(op.regions[0].blocks[0].operations) for op in generics]
+    assert max(sizes) <= 128, sizes
+    assert 600 // 128 < len(generics) <= 600 // 32, sizes
+    assert sum(size - 1 for size in sizes) == 600  # every op kept, none duplicated

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from ...vocabulary import element_nbytes
+from ...vocabulary import element_nbytes, static_nbytes
 from ..ir_utils import (
     ancestor_in,
     collect_ops,
@@ -85,10 +85,27 @@ class Buffer:
     end: int
     reason: str | None = None
     result: bool = False
+    names: _Names | None = None
 
     @property
     def name(self) -> str:
-        return self.op.results[0].get_name()
+        value = self.op.results[0]
+        return self.names(value) if self.names is not None else value.get_name()
+
+
+class _Names:
+    """Values' names as printed in one function, from one ``AsmState`` made
+    on first use (``Value.get_name()`` alone prints the whole function each
+    time: 4 ms per name on a decode step)."""
+
+    def __init__(self, func: ir.Operation):
+        self.func = func
+        self.state: ir.AsmState | None = None
+
+    def __call__(self, value: ir.Value) -> str:
+        if self.state is None:
+            self.state = ir.AsmState(self.func)
+        return value.get_name(self.state)
 
 
 @dataclass
@@ -229,12 +246,8 @@ def _interval(values, entry, order: dict, start: int) -> int:
         for use in value.uses:
             top = ancestor_in(_owner(use), entry)
             if top is not None:
-                end = max(end, order[_key(top)])
+                end = max(end, order[op_key(top)])
     return end
-
-
-def _key(op) -> int:
-    return op_key(op)
 
 
 def function_buffers(func: ir.Operation, opaque: set | None = None) -> FunctionBuffers | None:
@@ -245,18 +258,17 @@ def function_buffers(func: ir.Operation, opaque: set | None = None) -> FunctionB
     if len(region.blocks) != 1:
         return None
     entry = region.blocks[0]
-    order = {_key(op): i for i, op in enumerate(entry.operations)}
+    order = {op_key(op): i for i, op in enumerate(entry.operations)}
     buffers = []
+    names = _Names(func)
     for alloc in collect_ops(func, "memref.alloc"):
         top = ancestor_in(alloc, entry)
         if top is None:
             continue
-        start = order[_key(top)]
+        start = order[op_key(top)]
         values, loops, escapes = aliases(alloc.results[0], opaque)
         end = _interval(values, entry, order, start)
-        mtype = ir.MemRefType(alloc.results[0].type)
-        nbytes = element_nbytes(mtype.element_type)
-        size = nbytes * _count(mtype) if mtype.has_static_shape and nbytes else None
+        size = static_nbytes(alloc.results[0].type)
         reason = _placement_problem(alloc, entry)
         result = False
         if reason is None and escapes:
@@ -264,15 +276,9 @@ def function_buffers(func: ir.Operation, opaque: set | None = None) -> FunctionB
             reason = min(escapes - {"returned"}, default="returned")
         if reason is None and any(_is_ancestor(loop, alloc) for loop in loops):
             reason = "carried from one loop iteration to the next"
-        buffers.append(Buffer(alloc, size, start, len(order) if result else end, reason, result))
+        buffers.append(Buffer(alloc, size, start, len(order) if result else end, reason, result,
+                              names))
     return FunctionBuffers(func, buffers, len(order))
-
-
-def _count(mtype) -> int:
-    n = 1
-    for d in mtype.shape:
-        n *= d
-    return n
 
 
 def functions(module_op) -> list[tuple[str, ir.Operation]]:
@@ -293,37 +299,35 @@ def shared_storage_conflicts(func: ir.Operation, opaque: set | None = None) -> l
     if len(region.blocks) != 1:
         return []
     entry = region.blocks[0]
-    order = {_key(op): i for i, op in enumerate(entry.operations)}
+    order = {op_key(op): i for i, op in enumerate(entry.operations)}
     views: dict[int, list[tuple[int, int, int, int, str]]] = {}
     for view in collect_ops(func, "memref.view"):
         base = view.operands[0]
         shift = defining_op(view.operands[1])
         if shift is None or shift.name != "arith.constant":
             continue
-        mtype = ir.MemRefType(view.results[0].type)
-        nbytes = element_nbytes(mtype.element_type)
-        if not mtype.has_static_shape or nbytes is None:
+        size = static_nbytes(view.results[0].type)
+        if size is None:
             continue
         top = ancestor_in(view, entry)
         if top is None:
             continue
         offset = ir.IntegerAttr(shift.attributes["value"]).value
-        size = nbytes * _count(mtype)
         values, _, escapes = aliases(view.results[0], opaque)
-        start = order[_key(top)]
+        start = order[op_key(top)]
         end = len(order) if "returned" in escapes else _interval(values, entry, order, start)
         base_def = defining_op(base)
-        key = _key(base_def) if base_def is not None else id(base)
-        views.setdefault(key, []).append((start, end, offset, offset + size,
-                                          view.results[0].get_name()))
+        key = op_key(base_def) if base_def is not None else id(base)
+        views.setdefault(key, []).append((start, end, offset, offset + size, view.results[0]))
     conflicts = []
+    names = _Names(func)
     for members in views.values():
-        members.sort()
+        members.sort(key=lambda m: m[:4])
         for i, (s1, e1, lo1, hi1, n1) in enumerate(members):
             for s2, e2, lo2, hi2, n2 in members[i + 1:]:
                 if s2 > e1:
                     break
                 if lo1 < hi2 and lo2 < hi1:
-                    conflicts.append(f"{n1} [{s1}, {e1}] bytes [{lo1}, {hi1}) and {n2} "
+                    conflicts.append(f"{names(n1)} [{s1}, {e1}] bytes [{lo1}, {hi1}) and {names(n2)} "
                                      f"[{s2}, {e2}] bytes [{lo2}, {hi2}) are live at once")
     return conflicts

@@ -1,0 +1,81 @@
+//===- FusionPasses.cpp - elementwise fusion with a body-size bound -------===//
+//
+// `tdf-fuse-elementwise{max-body-ops=N}` (declared in dialect/TDFPasses.td):
+// the pattern set of upstream `linalg-fuse-elementwise-ops` -- elementwise
+// producer/consumer fusion, reshapes folded by expansion, the linalg and
+// tensor canonicalizations, linalg constant folding, applied top-down --
+// with one more condition on each fusion: the fused body must stay within
+// `max-body-ops` operations. Every fusion clones both bodies into a new op,
+// so fusing a chain of N element-wise ops into one loop costs O(N^2); with
+// the bound a chain becomes loops of at most N ops each, built in linear
+// time. The upstream pass registers no control function, hence this pass.
+//
+// Every symbol used here is exported by libMLIRPythonCAPI.so.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bridge.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+using namespace mlir;
+
+namespace tdfpy {
+#define GEN_PASS_DECL_TDFFUSEELEMENTWISE
+#define GEN_PASS_DEF_TDFFUSEELEMENTWISE
+#include "TDFPasses.h.inc"
+} // namespace tdfpy
+
+namespace {
+
+/// Operations in the body of a linalg op (the terminator included).
+size_t bodySize(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || linalgOp->getNumRegions() != 1 ||
+      linalgOp->getRegion(0).empty())
+    return 0;
+  return linalgOp->getRegion(0).front().getOperations().size();
+}
+
+struct FuseElementwisePass
+    : public tdfpy::impl::TDFFuseElementwiseBase<FuseElementwisePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    const size_t limit = maxBodyOps;
+    // Upstream's condition (the producer has one use) plus the bound.
+    linalg::ControlFusionFn fuse = [limit](OpOperand *fused) {
+      Operation *producer = fused->get().getDefiningOp();
+      if (!producer || !producer->hasOneUse())
+        return false;
+      return bodySize(producer) + bodySize(fused->getOwner()) <= limit + 1;
+    };
+    // Reshape folding and constant folding keep upstream's condition.
+    linalg::ControlFusionFn oneUse = [](OpOperand *fused) {
+      Operation *producer = fused->get().getDefiningOp();
+      return producer && producer->hasOneUse();
+    };
+    RewritePatternSet patterns(context);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, fuse);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, oneUse);
+    tensor::populateBubbleUpExpandShapePatterns(patterns);
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, context);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, context);
+    context->getLoadedDialect<linalg::LinalgDialect>()
+        ->getCanonicalizationPatterns(patterns);
+    linalg::populateConstantFoldLinalgOperations(patterns, oneUse);
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns),
+                                GreedyRewriteConfig().setUseTopDownTraversal());
+  }
+};
+
+} // namespace
