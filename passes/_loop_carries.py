@@ -18,6 +18,11 @@ type), used by that yield once:
 * the iter_arg (and every alias of it) is only read and written in the
   iteration: not yielded, not returned, no pointer escape -- so the copy,
   just before the yield, comes after its last use;
+* when the iteration's last use of the iter_arg comes before the first use
+  of the new value's buffer (a recurrence ``h = f(g(h), x)`` whose ``g``
+  reads ``h`` into a temporary first), the new value is computed in the
+  iter_arg's buffer itself and there is no copy at all (XLA computes a while
+  loop's new state in the carried buffer the same way);
 * the buffer the loop starts from is one the function may overwrite: an
   allocation of the same block that nothing uses after the loop starts
   (no views of it, no ops with regions using it); otherwise a fresh
@@ -48,7 +53,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from .analysis.buffers import VIEW_OPS, aliases
-from .ir_utils import collect_ops, defining_op, op_key
+from .ir_utils import ancestor_in, collect_ops, defining_op, op_key
 
 __all__ = ["carry_in_place"]
 
@@ -112,10 +117,45 @@ def _carry(loop, k: int, opaque: set) -> bool:
             memref.CopyOp(loop.operands[3 + k], fresh)
         loop.operands[3 + k] = fresh
     terminator = body.operations[len(body.operations) - 1]
+    if _dead_before_written(body, state, alloc, opaque):
+        alloc.results[0].replace_all_uses_with(state)
+        alloc.erase()
+        return True
     with ir.InsertionPoint(terminator), terminator.location:
         memref.CopyOp(alloc.results[0], state)
     terminator.operands[k] = state
     return True
+
+
+def _positions(values, body, order: dict, skip=()) -> list[int]:
+    """Positions in ``body`` (of the top-level op holding each use) of the
+    uses of ``values``, the ops in ``skip`` left out."""
+    found = []
+    for v in values:
+        for use in v.uses:
+            op = use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner
+            if op_key(op) in skip:
+                continue
+            top = ancestor_in(op, body)
+            if top is not None:
+                found.append(order[op_key(top)])
+    return found
+
+
+def _dead_before_written(body, state, alloc, opaque: set) -> bool:
+    """Whether the iteration's last use of the carried state comes before the
+    first use of the new value's buffer: then the new value may be computed in
+    the carried buffer itself (as XLA's while loops do), with no copy."""
+    order = {op_key(op): i for i, op in enumerate(body.operations)}
+    terminator = body.operations[len(body.operations) - 1]
+    yield_key = {op_key(terminator)}
+    state_values = aliases(state, opaque)[0]
+    # The new value reaches the next iteration's state through the yield:
+    # only its aliases within this iteration count.
+    new_values = [v for v in aliases(alloc.results[0], opaque)[0] if v not in state_values]
+    state_uses = _positions(state_values, body, order, yield_key)
+    new_uses = _positions(new_values, body, order, yield_key)
+    return not new_uses or not state_uses or max(state_uses) < min(new_uses)
 
 
 def carry_in_place(func, opaque: set) -> int:

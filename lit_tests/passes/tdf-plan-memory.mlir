@@ -126,6 +126,34 @@ func.func @loop_carried_in_one_buffer(%x: memref<16xf32>, %n: index, %out: memre
 
 // -----
 
+// The state is read (into %t) before the new state's buffer is first used:
+// the new state is computed in the carried buffer itself, with no copy.
+// CHECK-LABEL: func.func @loop_carried_no_copy
+// CHECK-SAME: carried = 1 : i64
+// CHECK: scf.for {{.*}} iter_args(%[[H:.*]] = %{{.*}})
+// CHECK: %[[T:.*]] = memref.view
+// CHECK: linalg.exp ins(%[[H]] : memref<16xf32>) outs(%[[T]] : memref<16xf32>)
+// CHECK: linalg.exp ins(%[[T]] : memref<16xf32>) outs(%[[H]] : memref<16xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: scf.yield %[[H]]
+func.func @loop_carried_no_copy(%x: memref<16xf32>, %n: index, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %init = memref.alloc() : memref<16xf32>
+  memref.copy %x, %init : memref<16xf32> to memref<16xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %init) -> (memref<16xf32>) {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.exp ins(%h : memref<16xf32>) outs(%t : memref<16xf32>)
+    %new = memref.alloc() : memref<16xf32>
+    linalg.exp ins(%t : memref<16xf32>) outs(%new : memref<16xf32>)
+    scf.yield %new : memref<16xf32>
+  }
+  memref.copy %r, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
 // negative_: the previous state is also yielded (at position 1), so it must
 // survive the iteration: the new state keeps a buffer per iteration.
 // CHECK-LABEL: func.func @negative_loop_carried
