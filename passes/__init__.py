@@ -19,6 +19,7 @@ from .. import dialects as _dialects  # noqa: F401
 
 # Each module registers its pass (or, for pipelines, its pipelines) on import.
 from . import (  # noqa: F401
+    accumulate_contractions,
     alloc_checks,
     analysis,
     arena_alias_scopes,

@@ -23,7 +23,7 @@ from mlir.dialects import tensor
 from ..dialects import tdf as tdf_d
 from ._kernel_variants import layout_variant, strided_type
 from .analysis.inplace import RESHAPES, InplaceAnalysis, Rejection
-from .analysis.kernels import is_elementwise_linalg
+from .analysis.kernels import identity_operands, is_elementwise_linalg
 from .analysis.shapes import inverse_view_strides, row_major, slice_strides
 from .ir_utils import (
     ancestor_in,
@@ -227,7 +227,9 @@ def rewrite_insert_slices(func, ctx: PassContext | None = None, module_op=None,
       (``dead``: otherwise the producer would have to move);
     * ``%d`` is owned and never escaped (``owned``/``unaliased``): for a
       non-donated argument One-Shot copies the destination first, and
-      writing it before that copy would be wrong;
+      writing it before that copy would be wrong (an ``scf.for`` iter_arg is
+      the loop's own: One-Shot copies an init it may not write before the
+      loop);
     * neither ``%d`` nor an alias of it is used after the producer except by
       the insert itself (``dead``/``unaliased``): not between the producer
       and the insert, not after the insert;
@@ -235,7 +237,12 @@ def rewrite_insert_slices(func, ctx: PassContext | None = None, module_op=None,
       operand of the producer, and no tensor it transitively reads among
       the values defined after ``%d``, is in ``%d``'s alias class, whatever
       the offsets (a part computed from an overlapping slice would be
-      overwritten while it is read);
+      overwritten while it is read) -- except a read of the very region it
+      is written into, ``extract_slice %d[R]`` read with the identity map by
+      an element-wise producer and used nowhere else (``d[R] = f(d[R],
+      ...)``, a scatter-add's row update: each element is read before the
+      same iteration point writes it); the producer then reads and writes
+      the one new slice;
     * the kernel has a body taking the slice's layout (``kernel``), as for
       a concat.
 
@@ -364,6 +371,17 @@ _NOT_OWNED = {"argument": "a function argument that is not donated (One-Shot cop
               "unknown origin": "storage of unknown origin"}
 
 
+def _loop_state(value) -> bool:
+    """Whether ``value`` is an ``scf.for`` iter_arg. Its storage is the
+    loop's own: the body writes it (the insert), so One-Shot Bufferize copies
+    an init it may not write (a non-donated argument, a constant) before the
+    loop, and otherwise the init's buffer passes to the loop, its last use."""
+    if not isinstance(value, ir.BlockArgument) or value.arg_number == 0:
+        return False
+    parent = value.owner.owner
+    return parent is not None and parent.name == "scf.for"
+
+
 def _destination_problem(insert, producer, analysis, reject):
     """A :class:`Rejection` when the destination (or a dynamic offset) is
     defined after ``producer``, is not owned or may have escaped; else
@@ -373,7 +391,7 @@ def _destination_problem(insert, producer, analysis, reject):
         if analysis.liveness.defined_after(value, producer):
             return reject("dead", value, " is defined after the part's producer ", producer,
                           "; the part is computed in its own buffer and copied")
-    witness = analysis.alias.not_owned(dest)
+    witness = None if _loop_state(dest) else analysis.alias.not_owned(dest)
     if witness is not None:
         source, why = witness
         what = _NOT_OWNED[why]
@@ -410,7 +428,7 @@ def _destination_live_problem(insert, producer, analysis, reject):
             return reject("dead", "the destination is still used by ", user, f" ({where})")
         return reject("unaliased", "the destination may share storage with ", live.value,
                       ", which is still used by ", user, f" ({where})")
-    reader = _reads_destination(producer, dest, liveness, alias)
+    reader = _reads_destination(producer, dest, liveness, alias, insert)
     if reader is not None:
         value, via = reader
         return reject("unaliased", "its producer reads ", value,
@@ -455,7 +473,41 @@ def _read_again_after(insert, part, users) -> bool:
     return True
 
 
-def _reads_destination(producer, dest, liveness, alias):
+def _same_point_reads(producer, insert) -> list:
+    """The operands of ``producer`` that read, at each iteration point, the
+    element the producer writes there: ``tensor.extract_slice`` of the
+    insert's destination at the insert's very offsets, sizes and strides,
+    read with the identity map by an element-wise linalg producer, and used
+    by nothing else. Such a read-modify-write (``d[R] = f(d[R], ...)``, a
+    scatter-add's row update) may be computed in the slice itself: each
+    element is read before the same iteration writes it."""
+    if not is_elementwise_linalg(producer) or producer.name == "tdf.call":
+        return []
+    identity = identity_operands(producer)
+    found = []
+    for k, value in enumerate(list(producer.operands)[:-1]):
+        extract = value.owner.operation if isinstance(value.owner, ir.OpView) else value.owner
+        if not isinstance(extract, ir.Operation) or extract.name != "tensor.extract_slice":
+            continue
+        if k < len(identity) and identity[k] and len(list(value.uses)) == 1 \
+                and value.type == producer.results[0].type \
+                and _same_region(extract, insert, insert.operands[1]):
+            found.append(value)
+    return found
+
+
+def _same_region(extract, insert, dest) -> bool:
+    """Whether ``extract`` (``tensor.extract_slice``) reads ``dest`` at the
+    offsets, sizes and strides ``insert`` (``tensor.insert_slice``) writes."""
+    if extract.operands[0] != dest:
+        return False
+    for name in ("static_offsets", "static_sizes", "static_strides"):
+        if str(extract.attributes[name]) != str(insert.attributes[name]):
+            return False
+    return list(extract.operands)[1:] == list(insert.operands)[2:]
+
+
+def _reads_destination(producer, dest, liveness, alias, insert):
     """``(value, via)`` when ``producer`` reads, directly or through what it
     transitively reads among the values defined after ``dest``, a value
     that may share storage with ``dest`` (``via`` names the op in between,
@@ -472,12 +524,13 @@ def _reads_destination(producer, dest, liveness, alias):
 
     init = (len(producer.operands) - 1) if producer.name != "tdf.call" else None
     start = [v for k, v in enumerate(producer.operands) if k != init and is_tensor(v)]
+    same_point = _same_point_reads(producer, insert)
     for value in start:
-        if overlaps(value):
+        if overlaps(value) and value not in same_point:
             return value, ""
     dest_pos = liveness.def_pos(dest)
     seen = set()
-    stack = [(v, None) for v in start]
+    stack = [(v, None) for v in start if v not in same_point]
     while stack:
         value, via = stack.pop()
         owner = value.owner
@@ -524,6 +577,14 @@ def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool)
             created.append(view)
     for value in created:
         liveness.info[op_key(value.owner)] = record
+    # A read of the very region the part is written into (d[R] = f(d[R], ..))
+    # reads the new slice instead: one value read and written point by
+    # point, which One-Shot Bufferize writes in place (two slices of the
+    # same region would look like a write under a read, and be copied).
+    if direct:
+        for k, operand in enumerate(list(producer.operands)):
+            if operand in _same_point_reads(producer, insert):
+                producer.operands[k] = view
     with ir.InsertionPoint(producer):
         old, new, _ = compute_into(plan, view, analysis)
     if old is not new:

@@ -111,10 +111,11 @@ blocks.
      can overwrite the row while they still read it;
    * ``%d`` and the dynamic offsets are defined before the producer
      (``dead``: nothing is moved);
-   * ``%d`` is owned — a ``tensor.empty``, fresh value or donated argument; a
-     non-donated argument is rejected (``owned``): One-Shot copies the whole
-     destination before the insert, and writing it before that copy would be
-     wrong — and never escaped (``unaliased``);
+   * ``%d`` is owned — a ``tensor.empty``, fresh value, donated argument or
+     ``scf.for`` iter_arg (One-Shot copies an init it may not write before
+     the loop); a non-donated argument is rejected (``owned``): One-Shot
+     copies the whole destination before the insert, and writing it before
+     that copy would be wrong — and never escaped (``unaliased``);
    * neither ``%d`` nor any alias is used after the producer except by the
      insert itself: not between producer and insert, not after the insert,
      not by a later loop iteration (``dead`` / ``unaliased``);
@@ -128,7 +129,12 @@ blocks.
      provably disjoint: computing the part into ``%d``'s slice would
      otherwise overwrite what the producer still reads (``%r0 =
      extract_slice %A[0][4][1]; %z = call @exp(%r0); insert_slice %z into
-     %A[1][4][1]``);
+     %A[1][4][1]``). One exception: an element-wise linalg producer reading,
+     with the identity map, ``extract_slice %d[R]`` at the insert's very
+     offsets, sizes and strides, used nowhere else (``d[R] = f(d[R], ...)``,
+     a scatter-add's row update): each element is read before the same
+     iteration point writes it, and the producer reads and writes the one
+     new slice (One-Shot then updates the row in place, no copy);
    * the kernel has a body that takes the layout (``kernel``), as for concat
      parts.
 

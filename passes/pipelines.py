@@ -55,10 +55,13 @@ ONE_SHOT_ANALYSIS = ["tdf-donate", one_shot("test-analysis-only")]
 #: The fusion stage of the CPU pipeline (before tdf-insert-inplace): chains of
 #: kernel calls inlined as linalg ops, then fused into loops (upstream's
 #: element-wise fusion with a bound on the fused body, ``tdf-fuse-elementwise``:
-#: linear in the chain length where upstream's pass is quadratic). No cse here:
+#: linear in the chain length where upstream's pass is quadratic), then an
+#: addend of a contraction accumulated into it (``tdf-accumulate-contractions``;
+#: the second fusion drops the addend it no longer reads). No cse here:
 #: it would merge the tensor.empty inits, and One-Shot Bufferize then copies
 #: where each op could have had its own buffer.
-FUSE_KERNELS = ["tdf-inline-kernels", "tdf-fuse-elementwise"]
+FUSE_KERNELS = ["tdf-inline-kernels", "tdf-fuse-elementwise", "tdf-accumulate-contractions",
+                "tdf-fuse-elementwise"]
 
 #: Math ops lowered to libm calls (by ``tdf-convert-math-to-libm``).
 LIBM_OPS = ("acosh", "asinh", "atanh", "cbrt", "erf", "erfc", "expm1", "log1p")

@@ -94,3 +94,61 @@ func.func @part_from_other_tensor(%A: tensor<8xf32> {tdf.donate}, %x: tensor<4xf
   %c = tensor.insert_slice %z into %A[1] [4] [1] : tensor<4xf32> into tensor<8xf32>
   return %c : tensor<8xf32>
 }
+
+// A read-modify-write of the very region the part is inserted into
+// (d[R] = d[R] + b, a scatter-add's row update): each element is read before
+// the same iteration point writes it, so the part is computed in the slice,
+// reading and writing one slice value (One-Shot Bufferize then writes it in
+// place, with no copy of the row).
+// CHECK-LABEL: func.func @read_modify_write_same_region(
+// CHECK: %[[Z:.*]] = linalg.add ins(%[[S:[a-z_0-9]+]], %arg1 : tensor<4xf32>, tensor<4xf32>) outs(%[[S]] : tensor<4xf32>)
+// CHECK-NEXT: tensor.insert_slice %[[Z]] into %arg0[2] [4] [1]
+func.func @read_modify_write_same_region(%A: tensor<8xf32> {tdf.donate}, %B: tensor<4xf32>) -> tensor<8xf32> {
+  %r0 = tensor.extract_slice %A[2] [4] [1] : tensor<8xf32> to tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %z = linalg.add ins(%r0, %B : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %c = tensor.insert_slice %z into %A[2] [4] [1] : tensor<4xf32> into tensor<8xf32>
+  return %c : tensor<8xf32>
+}
+
+// The same inside a loop whose carried tensor starts from a non-donated
+// argument: One-Shot copies that argument once before the loop (the body
+// writes the iter_arg), so the iter_arg's storage is the loop's own.
+// CHECK-LABEL: func.func @scatter_rows_in_loop(
+// CHECK: scf.for
+// CHECK: %[[Z:.*]] = linalg.add ins(%[[S:[a-z_0-9]+]], %{{.*}} : tensor<4xf32>, tensor<4xf32>) outs(%[[S]] : tensor<4xf32>)
+// CHECK-NEXT: tensor.insert_slice %[[Z]] into %arg4
+func.func @scatter_rows_in_loop(%T: tensor<8x4xf32>, %rows: tensor<3x4xf32>, %ids: tensor<3xindex>) -> tensor<8x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%acc = %T) -> (tensor<8x4xf32>) {
+    %id = tensor.extract %ids[%i] : tensor<3xindex>
+    %row = tensor.extract_slice %rows[%i, 0] [1, 4] [1, 1] : tensor<3x4xf32> to tensor<4xf32>
+    %old = tensor.extract_slice %acc[%id, 0] [1, 4] [1, 1] : tensor<8x4xf32> to tensor<4xf32>
+    %e = tensor.empty() : tensor<4xf32>
+    %sum = linalg.add ins(%old, %row : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    %new = tensor.insert_slice %sum into %acc[%id, 0] [1, 4] [1, 1] : tensor<4xf32> into tensor<8x4xf32>
+    scf.yield %new : tensor<8x4xf32>
+  }
+  return %r : tensor<8x4xf32>
+}
+
+// negative_: the old row is read again after the insert: the part keeps its
+// own buffer.
+// CHECK-LABEL: func.func @negative_row_read_again(
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK: linalg.add ins(%{{.*}}, %arg1 : tensor<4xf32>, tensor<4xf32>) outs(%[[E]] : tensor<4xf32>)
+func.func @negative_row_read_again(%A: tensor<8xf32> {tdf.donate}, %B: tensor<4xf32>) -> (tensor<8xf32>, tensor<4xf32>) {
+  %r0 = tensor.extract_slice %A[2] [4] [1] : tensor<8xf32> to tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  // expected-remark@+2 {{in-place rejected (dead): operand #0 (%extracted_slice) is still used by %3 (linalg.exp)}}
+  // expected-remark@+1 {{in-place rejected (owned): operand #1 (%arg1) is a function argument that is not donated}}
+  %z = linalg.add ins(%r0, %B : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  // expected-remark@+1 {{in-place rejected (unaliased): part (%1) of tensor.insert_slice into %arg0: the destination may share storage with %extracted_slice, which is still used by %3 (linalg.exp) (after the insert)}}
+  %c = tensor.insert_slice %z into %A[2] [4] [1] : tensor<4xf32> into tensor<8xf32>
+  %e2 = tensor.empty() : tensor<4xf32>
+  // expected-remark@+1 {{in-place rejected (unaliased): operand #0 (%extracted_slice) may share storage with %inserted_slice, which is still used by func.return (a function result)}}
+  %w = linalg.exp ins(%r0 : tensor<4xf32>) outs(%e2 : tensor<4xf32>) -> tensor<4xf32>
+  return %c, %w : tensor<8xf32>, tensor<4xf32>
+}
