@@ -53,7 +53,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from .analysis.buffers import VIEW_OPS, aliases
-from .ir_utils import ancestor_in, collect_ops, defining_op, op_key
+from .ir_utils import ancestor_in, collect_ops, defining_op, indexing_maps, op_key
 
 __all__ = ["carry_in_place"]
 
@@ -121,6 +121,8 @@ def _carry(loop, k: int, opaque: set) -> bool:
         alloc.results[0].replace_all_uses_with(state)
         alloc.erase()
         return True
+    if _retarget_last_writer(body, state, alloc, opaque):
+        return True
     with ir.InsertionPoint(terminator), terminator.location:
         memref.CopyOp(alloc.results[0], state)
     terminator.operands[k] = state
@@ -167,3 +169,68 @@ def carry_in_place(func, opaque: set) -> int:
             if isinstance(loop.results[k].type, ir.MemRefType) and _carry(loop, k, opaque):
                 count += 1
     return count
+
+
+def _owner_op(use):
+    return use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner
+
+
+def _overwrites(op, buffer) -> bool:
+    """Whether linalg ``op`` writes every element of ``buffer``, its one
+    init, without reading the init's old value (all-parallel iterators, the
+    identity map on the init, the body's init argument unused)."""
+    if not op.name.startswith("linalg.") or "iterator_types" not in op.attributes \
+            or "operandSegmentSizes" not in op.attributes:
+        return False
+    if any("parallel" not in str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"])):
+        return False
+    if list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[-1] != 1 \
+            or op.operands[len(op.operands) - 1] != buffer:
+        return False
+    out_map = indexing_maps(op)[-1]
+    if out_map != ir.AffineMap.get_identity(out_map.n_dims, context=out_map.context):
+        return False
+    if not len(op.regions) or not len(op.regions[0].blocks):
+        return False
+    block = op.regions[0].blocks[0]
+    return not list(block.arguments[len(block.arguments) - 1].uses)
+
+
+def _retarget_last_writer(body, state, alloc, opaque: set) -> bool:
+    """When the new value's buffer gets its final contents from one op ``W``
+    that overwrites all of it (an element-wise ``tanh(t + b)`` writing into
+    ``t``, ``t`` an in-place chain that started before the state's last
+    read), and the state is no longer read from ``W`` on: ``W`` writes the
+    carried buffer instead, the later uses of the new value use the carried
+    buffer, and no copy is needed (the buffer stays a temporary for the ops
+    up to ``W``)."""
+    order = {op_key(op): i for i, op in enumerate(body.operations)}
+    terminator = body.operations[len(body.operations) - 1]
+    value = alloc.results[0]
+
+    def position(op):
+        top = ancestor_in(op, body)
+        return None if top is None else order[op_key(top)]
+
+    writers = [_owner_op(use) for use in value.uses if _owner_op(use).block == body
+               and _overwrites(_owner_op(use), value)]
+    if not writers:
+        return False
+    last = max(writers, key=position)
+    at = position(last)
+    state_values = aliases(state, opaque)[0]
+    state_uses = _positions(state_values, body, order, {op_key(terminator)})
+    if state_uses and max(state_uses) >= at:
+        return False
+    # Every other alias of the buffer (a view, a region's result) must be
+    # done with it before W: only direct uses are moved to the carried buffer.
+    for v in aliases(value, opaque)[0]:
+        if v != value and v not in state_values and \
+                max(_positions([v], body, order), default=-1) >= at:
+            return False
+    later = [use for use in value.uses
+             if (position(_owner_op(use)) or -1) > at]
+    last.operands[len(last.operands) - 1] = state
+    for use in later:
+        _owner_op(use).operands[use.operand_number] = state
+    return True

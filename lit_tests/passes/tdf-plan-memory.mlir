@@ -154,6 +154,71 @@ func.func @loop_carried_no_copy(%x: memref<16xf32>, %n: index, %out: memref<16xf
 
 // -----
 
+// The new state's buffer is in use before the state's last read (an
+// in-place chain t = exp(x); t = t + h), but its final contents come from one
+// op that overwrites all of it after that read (t = tanh(t)): that op writes
+// the carried buffer instead, and there is no copy; %t stays a temporary.
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @loop_carried_last_writer
+// CHECK-SAME: carried = 1 : i64
+// CHECK: scf.for {{.*}} iter_args(%[[H:.*]] = %{{.*}})
+// CHECK: %[[T:.*]] = memref.view
+// CHECK: linalg.add ins(%[[T]], %[[H]] : memref<16xf32>, memref<16xf32>) outs(%[[T]] : memref<16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[T]] : memref<16xf32>) outs(%[[H]] : memref<16xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: scf.yield %[[H]]
+func.func @loop_carried_last_writer(%x: memref<16xf32>, %n: index, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %init = memref.alloc() : memref<16xf32>
+  memref.copy %x, %init : memref<16xf32> to memref<16xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %init) -> (memref<16xf32>) {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.exp ins(%x : memref<16xf32>) outs(%t : memref<16xf32>)
+    linalg.add ins(%t, %h : memref<16xf32>, memref<16xf32>) outs(%t : memref<16xf32>)
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%t : memref<16xf32>) outs(%t : memref<16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %v = math.tanh %a : f32
+      linalg.yield %v : f32
+    }
+    scf.yield %t : memref<16xf32>
+  }
+  memref.copy %r, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// negative_: the state is read by the last writer itself (h = tanh(t + h)):
+// the copy stays.
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @negative_last_writer_reads_state
+// CHECK: linalg.generic {{.*}} outs(%[[T:.*]] : memref<16xf32>)
+// CHECK: memref.copy %[[T]]
+func.func @negative_last_writer_reads_state(%x: memref<16xf32>, %n: index, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %init = memref.alloc() : memref<16xf32>
+  memref.copy %x, %init : memref<16xf32> to memref<16xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%h = %init) -> (memref<16xf32>) {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.exp ins(%x : memref<16xf32>) outs(%t : memref<16xf32>)
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%t, %h : memref<16xf32>, memref<16xf32>) outs(%t : memref<16xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %s = arith.addf %a, %b : f32
+      %v = math.tanh %s : f32
+      linalg.yield %v : f32
+    }
+    scf.yield %t : memref<16xf32>
+  }
+  memref.copy %r, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
 // negative_: the previous state is also yielded (at position 1), so it must
 // survive the iteration: the new state keeps a buffer per iteration.
 // CHECK-LABEL: func.func @negative_loop_carried
