@@ -22,7 +22,10 @@ type), used by that yield once:
   of the new value's buffer (a recurrence ``h = f(g(h), x)`` whose ``g``
   reads ``h`` into a temporary first), the new value is computed in the
   iter_arg's buffer itself and there is no copy at all (XLA computes a while
-  loop's new state in the carried buffer the same way);
+  loop's new state in the carried buffer the same way); and when one op
+  ``W`` overwrites all of the new value's buffer after that last use (an
+  in-place chain ``t = x @ wx; t += h @ wh; t = tanh(t + b)``), ``W``
+  writes the iter_arg's buffer and the later uses read it, no copy either;
 * the buffer the loop starts from is one the function may overwrite: an
   allocation of the same block that nothing uses after the loop starts
   (no views of it, no ops with regions using it); otherwise a fresh
