@@ -22,7 +22,7 @@ from mlir.dialects import tensor
 
 from ..dialects import tdf as tdf_d
 from ._kernel_variants import layout_variant, strided_type
-from .analysis.inplace import RESHAPES, InplaceAnalysis, Rejection
+from .analysis.inplace import RESHAPES, InplaceAnalysis, Rejection, same_region
 from .analysis.kernels import identity_operands, is_elementwise_linalg
 from .analysis.shapes import inverse_view_strides, row_major, slice_strides
 from .ir_utils import (
@@ -491,20 +491,10 @@ def _same_point_reads(producer, insert) -> list:
             continue
         if k < len(identity) and identity[k] and len(list(value.uses)) == 1 \
                 and value.type == producer.results[0].type \
-                and _same_region(extract, insert, insert.operands[1]):
+                and extract.operands[0] == insert.operands[1] \
+                and same_region(extract, insert):
             found.append(value)
     return found
-
-
-def _same_region(extract, insert, dest) -> bool:
-    """Whether ``extract`` (``tensor.extract_slice``) reads ``dest`` at the
-    offsets, sizes and strides ``insert`` (``tensor.insert_slice``) writes."""
-    if extract.operands[0] != dest:
-        return False
-    for name in ("static_offsets", "static_sizes", "static_strides"):
-        if str(extract.attributes[name]) != str(insert.attributes[name]):
-            return False
-    return list(extract.operands)[1:] == list(insert.operands)[2:]
 
 
 def _reads_destination(producer, dest, liveness, alias, insert):

@@ -56,16 +56,20 @@ from mlir import ir
 from mlir.dialects import memref
 
 from .analysis.buffers import VIEW_OPS, aliases
-from .ir_utils import ancestor_in, collect_ops, defining_op, indexing_maps, op_key
+from .ir_utils import (
+    ancestor_in,
+    collect_ops,
+    defining_op,
+    identity_layout,
+    indexing_maps,
+    op_key,
+)
 
 __all__ = ["carry_in_place"]
 
 
 def _plain(mtype) -> bool:
-    layout = mtype.layout
-    return (mtype.has_static_shape and isinstance(layout, ir.AffineMapAttr)
-            and layout.value == ir.AffineMap.get_identity(layout.value.n_dims, context=layout.context)
-            and mtype.memory_space is None)
+    return mtype.has_static_shape and identity_layout(mtype) and mtype.memory_space is None
 
 
 def _yielded_alloc(loop, k: int, body):
@@ -138,7 +142,7 @@ def _positions(values, body, order: dict, skip=()) -> list[int]:
     found = []
     for v in values:
         for use in v.uses:
-            op = use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner
+            op = _owner_op(use)
             if op_key(op) in skip:
                 continue
             top = ancestor_in(op, body)

@@ -57,6 +57,7 @@ from .ir_utils import (
     copy_attributes,
     function_bodies,
     function_type,
+    identity_layout,
     is_tensor,
     lookup_symbol,
     op_key,
@@ -90,15 +91,6 @@ def _result_number(value) -> int:
 def _terminator(block):
     ops = list(block.operations)
     return ops[-1].operation if ops else None
-
-
-def _identity_layout(memref_type) -> bool:
-    """The layout One-Shot gives a function argument's buffer (identity)."""
-    layout = ir.MemRefType(memref_type).layout
-    if not isinstance(layout, ir.AffineMapAttr):
-        return False
-    amap = layout.value
-    return amap == ir.AffineMap.get_identity(amap.n_dims, context=layout.context)
 
 
 def _step(op, value):
@@ -353,7 +345,7 @@ class DonationPlanner:
         out = ir.RankedTensorType(op.results[0].type)
         param = params[-1] if len(params) == len(op.operands) + 1 else None
         if not isinstance(param, ir.MemRefType) or list(param.shape) != list(out.shape) \
-                or param.element_type != out.element_type or not _identity_layout(param):
+                or param.element_type != out.element_type or not identity_layout(param):
             return ["the output parameter of the kernel of ", op,
                     " cannot take the argument's buffer"]
         return None

@@ -45,7 +45,7 @@ import itertools
 
 from mlir import ir
 
-from .ir_utils import collect_ops
+from .ir_utils import collect_ops, defining_op
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["arena_alias_scopes", "slice_location"]
@@ -77,15 +77,8 @@ def _slice_bytes(location: ir.Location) -> int | None:
     return found
 
 
-def _owner(value):
-    owner = value.owner
-    if isinstance(owner, ir.OpView):
-        return owner.operation
-    return owner if isinstance(owner, ir.Operation) else None
-
-
 def _constant(value) -> int | None:
-    op = _owner(value)
+    op = defining_op(value)
     if op is None or op.name != "llvm.mlir.constant":
         return None
     try:
@@ -122,7 +115,7 @@ def _slices(func) -> dict:
 def _root(value):
     """``value`` seen through ``extractvalue`` of an ``insertvalue`` chain."""
     for _ in range(_DEPTH):
-        op = _owner(value)
+        op = defining_op(value)
         if op is None or op.name != "llvm.extractvalue":
             break
         inserted = _inserted(op)
@@ -138,7 +131,7 @@ def _inserted(extract):
     position = list(ir.DenseI64ArrayAttr(extract.attributes["position"]))
     struct = extract.operands[0]
     for _ in range(_DEPTH):
-        op = _owner(struct)
+        op = defining_op(struct)
         if op is None or op.name != "llvm.insertvalue":
             return None
         if list(ir.DenseI64ArrayAttr(op.attributes["position"])) == position:
@@ -158,7 +151,7 @@ class _Tracer:
         chain = []
         found = None
         for _ in range(_DEPTH):
-            op = _owner(value)
+            op = defining_op(value)
             if op is None:
                 break
             if op in self.views:

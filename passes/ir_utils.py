@@ -27,7 +27,7 @@ from mlir.dialects import arith, linalg, memref, tensor
 from ..vocabulary import MEMREF_VIEW_OPS
 
 __all__ = ["collect_ops", "function_bodies", "ancestor_in", "lookup_symbol", "is_tensor",
-           "op_key", "defining_op", "memref_root", "indexing_maps", "iterator_types", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
+           "op_key", "defining_op", "identity_layout", "memref_root", "indexing_maps", "iterator_types", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
            "set_arg_dicts", "index_const", "cmpi", "binary", "select", "dim_size",
            "empty_tensor", "copy_attributes", "CMPI_PREDICATES"]
 
@@ -56,6 +56,16 @@ def defining_op(value):
     block argument."""
     owner = value.owner
     return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def identity_layout(memref_type) -> bool:
+    """Whether memref type ``memref_type`` has the identity layout (the
+    layout of a fresh buffer or a function argument's)."""
+    layout = ir.MemRefType(memref_type).layout
+    if not isinstance(layout, ir.AffineMapAttr):
+        return False
+    amap = layout.value
+    return amap == ir.AffineMap.get_identity(amap.n_dims, context=layout.context)
 
 
 def memref_root(value):

@@ -51,6 +51,7 @@ from ..ir_utils import (
     defining_op,
     function_type,
     has_body,
+    identity_layout,
     op_key,
     sym_name,
 )
@@ -210,20 +211,12 @@ def _is_ancestor(op: ir.Operation, inner: ir.Operation) -> bool:
     return False
 
 
-def _identity_layout(mtype) -> bool:
-    layout = mtype.layout
-    if not isinstance(layout, ir.AffineMapAttr):
-        return False
-    amap = layout.value
-    return amap == ir.AffineMap.get_identity(amap.n_dims, context=amap.context)
-
-
 def _placement_problem(alloc: ir.Operation, entry) -> str | None:
     """Why an allocation cannot be planned for where it sits, or None."""
     mtype = ir.MemRefType(alloc.results[0].type)
     if not mtype.has_static_shape:
         return "dynamic shape"
-    if not _identity_layout(mtype):
+    if not identity_layout(mtype):
         return "non-identity layout"
     if element_nbytes(mtype.element_type) is None:
         return f"element type {mtype.element_type}"

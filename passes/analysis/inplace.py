@@ -32,13 +32,27 @@ from .alias import AliasAnalysis
 from .liveness import Liveness
 
 __all__ = ["RULES", "RESHAPES", "Rejection", "InplaceAnalysis", "size_adaptation", "namer",
-           "format_rejections"]
+           "format_rejections", "same_region"]
 
 
 #: The safety rules, as named in rejections and statistics.
 RULES = ("dead", "unaliased", "owned", "fits", "kernel")
 #: Reshapes a slice may be seen through.
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
+
+def same_region(extract, insert) -> bool:
+    """Whether ``tensor.extract_slice`` ``extract`` and ``tensor.insert_slice``
+    ``insert`` address the same region: the same static offsets, sizes and
+    strides, and the same SSA values for the dynamic ones (not whether they
+    name the same tensor)."""
+    for name in ("static_offsets", "static_sizes", "static_strides"):
+        if insert.attributes[name] != extract.attributes[name]:
+            return False
+    if (list(ir.DenseI32ArrayAttr(insert.attributes["operandSegmentSizes"]))[2:]
+            != list(ir.DenseI32ArrayAttr(extract.attributes["operandSegmentSizes"]))[1:]):
+        return False
+    return all(a == b for a, b in zip(list(insert.operands)[2:], list(extract.operands)[1:]))
 
 
 @dataclass
@@ -207,16 +221,7 @@ class InplaceAnalysis:
                 or insert.block != op.block
                 or self.liveness.pre(insert) <= self.liveness.pre(op)):
             return None
-        for name in ("static_offsets", "static_sizes", "static_strides"):
-            if insert.attributes[name] != extract.attributes[name]:
-                return None
-        # Same dynamic offsets/sizes/strides (same segments, same values).
-        if (list(ir.DenseI32ArrayAttr(insert.attributes["operandSegmentSizes"]))[2:]
-                != list(ir.DenseI32ArrayAttr(extract.attributes["operandSegmentSizes"]))[1:]):
-            return None
-        if any(a != b for a, b in zip(list(insert.operands)[2:], list(extract.operands)[1:])):
-            return None
-        return src
+        return src if same_region(extract, insert) else None
 
     def _check_dead(self, op, index, value, reject):
         liveness, alias = self.liveness, self.alias
