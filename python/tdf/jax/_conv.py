@@ -49,9 +49,9 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from ._builder import element_type, is_bool, is_float, rule
+from ._builder import element_type, is_bool, rule
 from ._elementwise import convert_scalar
-from ._reduce import _identity
+from ._reduce import _identity, multiply_accumulate
 from ._window import dilate_pad
 
 #: Loop dimensions the BLAS runtime takes (``analysis.contractions.MAX_DIMS``).
@@ -540,13 +540,7 @@ def _contract(tr, cv, built, ldtype, rdtype, acc_dtype, out_dtype):
     init = linalg.fill(_identity(tr, "sum", acc_dtype, acc_type),
                        outs=[tr.empty(c_shape, acc_type)])
     iters = ["reduction" if g in k else "parallel" for g in loops]
-
-    def body(a, b, acc):
-        a = convert_scalar(tr, a, ldtype, acc_dtype)
-        b = convert_scalar(tr, b, rdtype, acc_dtype)
-        if is_float(acc_dtype):
-            return [arith.AddFOp(acc, arith.MulFOp(a, b).result).result]
-        return [arith.AddIOp(acc, arith.MulIOp(a, b).result).result]
+    body = multiply_accumulate(tr, ldtype, rdtype, acc_dtype)
 
     result = tr.generic([a_value, b_value],
                         [[at[g] for g in a_groups], [at[g] for g in b_groups]], [init],
@@ -594,13 +588,7 @@ def _direct_generic(tr, cv, x, rhs, ldtype, rdtype, acc_dtype, out_dtype):
     init = linalg.fill(_identity(tr, "sum", acc_dtype, acc_type),
                        outs=[tr.empty([cv.sizes[t] for t in out_order], acc_type)])
     iters = ["reduction" if t in ks else "parallel" for t in tags]
-
-    def body(a, b, acc):
-        a = convert_scalar(tr, a, ldtype, acc_dtype)
-        b = convert_scalar(tr, b, rdtype, acc_dtype)
-        if is_float(acc_dtype):
-            return [arith.AddFOp(acc, arith.MulFOp(a, b).result).result]
-        return [arith.AddIOp(acc, arith.MulIOp(a, b).result).result]
+    body = multiply_accumulate(tr, ldtype, rdtype, acc_dtype)
 
     result = tr.generic([x, w], [x_map, [at[t] for t in w_order]], [init],
                         [[at[t] for t in out_order]], iters, body)[0]

@@ -192,16 +192,24 @@ def _dot_general(tr, eqn, args):
     init = linalg.fill(_identity(tr, "sum", out_dtype, etype),
                        outs=[tr.empty(tuple(aval.shape), etype)])
 
+    body = multiply_accumulate(tr, ldtype, rdtype, out_dtype, reassociate=inner_reduce)
+    return tr.generic([lhs, rhs], [lhs_map, rhs_map], [init], [out_map], iters, body)
+
+
+def multiply_accumulate(tr, ldtype, rdtype, acc_dtype, reassociate: bool = False):
+    """The body of a contraction (``dot_general``, a convolution):
+    ``acc + a * b`` with both operands converted to ``acc_dtype`` (``acc |
+    a & b`` for bool); ``reassociate`` marks float ops ``reassoc,contract``
+    (an innermost reduction LLVM may then vectorize)."""
+    fm = ir.Attribute.parse("#arith.fastmath<reassoc,contract>") if reassociate else None
+
     def body(a, b, acc):
-        a = convert_scalar(tr, a, ldtype, out_dtype)
-        b = convert_scalar(tr, b, rdtype, out_dtype)
-        if is_bool(out_dtype):
+        a = convert_scalar(tr, a, ldtype, acc_dtype)
+        b = convert_scalar(tr, b, rdtype, acc_dtype)
+        if is_bool(acc_dtype):
             return [arith.OrIOp(acc, arith.AndIOp(a, b).result).result]
-        if is_float(out_dtype):
-            if inner_reduce:
-                fm = ir.Attribute.parse("#arith.fastmath<reassoc,contract>")
-                return [arith.AddFOp(acc, arith.MulFOp(a, b, fastmath=fm).result, fastmath=fm).result]
-            return [arith.AddFOp(acc, arith.MulFOp(a, b).result).result]
+        if is_float(acc_dtype):
+            return [arith.AddFOp(acc, arith.MulFOp(a, b, fastmath=fm).result, fastmath=fm).result]
         return [arith.AddIOp(acc, arith.MulIOp(a, b).result).result]
 
-    return tr.generic([lhs, rhs], [lhs_map, rhs_map], [init], [out_map], iters, body)
+    return body

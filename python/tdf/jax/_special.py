@@ -16,6 +16,7 @@ from mlir.dialects import arith
 from mlir.dialects import math as mmath
 
 from ._elementwise import _float_rule
+from ._xla_math import ScalarOps
 
 _LANCZOS_GAMMA = 7.0
 _LANCZOS_BASE = 0.99999999999980993227684700473478
@@ -23,40 +24,6 @@ _LANCZOS = (676.520368121885098567009190444019, -1259.13921672240287047156078755
             771.3234287776530788486528258894, -176.61502916214059906584551354,
             12.507343278686904814458936853, -0.13857109526572011689554707,
             9.984369578019570859563e-6, 1.50563273514931155834e-7)
-
-
-class _Ops:
-    """Scalar float arithmetic on one element type, with constants."""
-
-    def __init__(self, tr, etype):
-        self.tr, self.etype = tr, etype
-
-    def c(self, value):
-        return self.tr.const(value, self.etype)
-
-    @staticmethod
-    def add(a, b):
-        return arith.AddFOp(a, b).result
-
-    @staticmethod
-    def sub(a, b):
-        return arith.SubFOp(a, b).result
-
-    @staticmethod
-    def mul(a, b):
-        return arith.MulFOp(a, b).result
-
-    @staticmethod
-    def div(a, b):
-        return arith.DivFOp(a, b).result
-
-    @staticmethod
-    def lt(a, b):
-        return arith.CmpFOp(arith.CmpFPredicate.OLT, a, b).result
-
-    @staticmethod
-    def select(c, a, b):
-        return arith.SelectOp(c, a, b).result
 
 
 def _lanczos_setup(o, x):
@@ -70,7 +37,7 @@ def _lanczos_setup(o, x):
 
 
 def _lgamma(tr, eqn, x):
-    o = _Ops(tr, x.type)
+    o = ScalarOps(tr, x.type)
     reflect, z, log_t, t = _lanczos_setup(o, x)
     series = o.c(_LANCZOS_BASE)
     for i, coefficient in enumerate(_LANCZOS):
@@ -92,7 +59,7 @@ def _lgamma(tr, eqn, x):
 
 
 def _digamma(tr, eqn, x):
-    o = _Ops(tr, x.type)
+    o = ScalarOps(tr, x.type)
     reflect, z, log_t, t = _lanczos_setup(o, x)
     num, denom = o.c(0.0), o.c(_LANCZOS_BASE)
     for i, coefficient in enumerate(_LANCZOS):

@@ -29,7 +29,7 @@ from mlir import ir
 from mlir.dialects import arith
 from mlir.dialects import math as mmath
 
-__all__ = ["log", "log1p", "erf"]
+__all__ = ["log", "log1p", "erf", "ScalarOps"]
 
 
 def _f(bits: int) -> float:
@@ -57,19 +57,14 @@ _ERF_Q = [_f(b) for b in (0xB3FD3906, 0x37C588DF, 0x3A856D28, 0x3C6687D4, 0x3DE3
 _ERF_SATURATED = _f(0x407547CB)
 
 
-class _B:
-    """Scalar f32/i32 builders."""
+class ScalarOps:
+    """Scalar float arithmetic on one element type, with constants."""
 
-    def __init__(self, tr):
-        self.tr = tr
-        self.f32 = ir.F32Type.get()
-        self.i32 = ir.IntegerType.get_signless(32)
+    def __init__(self, tr, etype):
+        self.tr, self.etype = tr, etype
 
     def c(self, value):
-        return self.tr.const(value, self.f32)
-
-    def i(self, value):
-        return self.tr.const(value, self.i32)
+        return self.tr.const(value, self.etype)
 
     @staticmethod
     def add(a, b):
@@ -84,12 +79,32 @@ class _B:
         return arith.MulFOp(a, b).result
 
     @staticmethod
-    def cmp(pred, a, b):
-        return arith.CmpFOp(getattr(arith.CmpFPredicate, pred), a, b).result
+    def div(a, b):
+        return arith.DivFOp(a, b).result
+
+    @staticmethod
+    def lt(a, b):
+        return arith.CmpFOp(arith.CmpFPredicate.OLT, a, b).result
 
     @staticmethod
     def select(c, a, b):
         return arith.SelectOp(c, a, b).result
+
+
+class _B(ScalarOps):
+    """Scalar f32/i32 builders."""
+
+    def __init__(self, tr):
+        self.f32 = ir.F32Type.get()
+        self.i32 = ir.IntegerType.get_signless(32)
+        super().__init__(tr, self.f32)
+
+    def i(self, value):
+        return self.tr.const(value, self.i32)
+
+    @staticmethod
+    def cmp(pred, a, b):
+        return arith.CmpFOp(getattr(arith.CmpFPredicate, pred), a, b).result
 
     def bits(self, x):
         return arith.BitcastOp(self.i32, x).result
