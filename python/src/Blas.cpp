@@ -20,11 +20,16 @@
 //    f32 contraction) is packed into a contiguous temporary first; a result
 //    that overlaps an input is computed into a temporary and copied back (the
 //    library is never handed overlapping buffers);
-// 4. gemv when the GEMM has one row or one column, gemm otherwise.
+// 4. gemv when the GEMM has one row or one column, gemm otherwise; a GEMM of
+//    bf16 A and B into f32 C goes to oneDNN's `dnnl_gemm_bf16bf16f32`
+//    (AVX512-BF16 / AMX kernels) when that library is loaded, instead of
+//    converting both operands to f32 for the f32 kernel.
 //
-// The library is loaded at run time (`blas_load`, from Python: OpenBLAS of
-// the `scipy-openblas32` package, whose symbols carry a `scipy_` prefix); the
-// thread count is the library's (`blas_set_threads`).
+// The libraries are loaded at run time (`blas_load`, from Python: OpenBLAS
+// of the `scipy-openblas32` package, whose symbols carry a `scipy_` prefix;
+// `blas_load_bf16`: oneDNN's `libdnnl.so` of the `onednn-cpu-gomp` package);
+// the thread count is OpenBLAS's (`blas_set_threads`), and each oneDNN call
+// runs with the same count (its OpenMP threads, set per calling thread).
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,6 +148,85 @@ std::string loadLibrary(const std::string &path, const std::string &prefix) {
   return "";
 }
 
+/// oneDNN's GEMMs (`dnnl_sgemm`, `dnnl_gemm_bf16bf16f32`): C = alpha *
+/// op(A) * op(B) + beta * C, every matrix row-major, sizes and leading
+/// dimensions as 64-bit integers; 0 on success.
+template <typename In>
+using OneDnnGemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float,
+                             const In *, int64_t, const In *, int64_t, float,
+                             float *, int64_t);
+
+struct OneDnn {
+  std::string path;
+  OneDnnGemmFn<float> sgemm = nullptr;
+  OneDnnGemmFn<uint16_t> bf16gemm = nullptr;
+  // The OpenMP runtime the library runs on (its dependency): the thread
+  // count is a per-thread setting there.
+  void (*setThreads)(int) = nullptr;
+  int (*maxThreads)() = nullptr;
+};
+
+OneDnn oneDnn;
+std::atomic<bool> oneDnnReady{false};
+
+/// The thread count of the contraction running on this thread (0: the
+/// BLAS's own), for the library calls it makes.
+thread_local int callThreads = 0;
+
+/// Loads oneDNN from `path`; an error message, empty on success.
+std::string loadOneDnn(const std::string &path) {
+  std::lock_guard<std::mutex> guard(libraryLock);
+  if (oneDnnReady.load())
+    return oneDnn.path == path
+               ? ""
+               : "oneDNN is already loaded from '" + oneDnn.path + "'";
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    return "cannot load '" + path + "': " + (why ? why : "unknown error");
+  }
+  OneDnn lib;
+  lib.path = path;
+  lib.sgemm = symbol<OneDnnGemmFn<float>>(handle, "dnnl_sgemm");
+  lib.bf16gemm =
+      symbol<OneDnnGemmFn<uint16_t>>(handle, "dnnl_gemm_bf16bf16f32");
+  // Found through the library's dependencies (libgomp).
+  lib.setThreads = symbol<void (*)(int)>(handle, "omp_set_num_threads");
+  lib.maxThreads = symbol<int (*)()>(handle, "omp_get_max_threads");
+  if (!lib.sgemm || !lib.bf16gemm || !lib.setThreads || !lib.maxThreads) {
+    dlclose(handle);
+    return "'" + path +
+           "' does not define dnnl_sgemm, dnnl_gemm_bf16bf16f32, "
+           "omp_set_num_threads and omp_get_max_threads";
+  }
+  oneDnn = lib;
+  oneDnnReady.store(true);
+  return "";
+}
+
+/// This call's thread count: its own, else the BLAS's.
+int threadsOfCall() {
+  if (callThreads > 0)
+    return callThreads;
+  return library.getThreads ? library.getThreads() : 1;
+}
+
+/// OpenBLAS's thread count set to this call's for the guard's lifetime (a
+/// thread-local setting in the library: concurrent calls do not race).
+/// Set only around OpenBLAS's own calls: setting it wakes its workers, which
+/// would then spin against oneDNN's for the cores.
+struct BlasThreads {
+  int previous = -1;
+  BlasThreads() {
+    if (callThreads > 0 && library.setThreadsLocal)
+      previous = library.setThreadsLocal(callThreads);
+  }
+  ~BlasThreads() {
+    if (previous >= 0)
+      library.setThreadsLocal(previous);
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Operands
 //===----------------------------------------------------------------------===//
@@ -260,7 +344,15 @@ template <> void packRows<double, double>(const Matrix &m, double *out) {
       out[r * m.cols + c] = src[r * m.rowStride + c * m.colStride];
 }
 
-/// Copies `m` into a contiguous row-major matrix of `type` (F32 or F64):
+template <> void packRows<uint16_t, uint16_t>(const Matrix &m, uint16_t *out) {
+  const uint16_t *src = reinterpret_cast<const uint16_t *>(m.base);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c)
+      out[r * m.cols + c] = src[r * m.rowStride + c * m.colStride];
+}
+
+/// Copies `m` into a contiguous row-major matrix of `type` (F32, F64, or
+/// BF16 for a bf16 `m`, which oneDNN's bf16 GEMM takes):
 /// the layout of a column-major matrix is kept by packing its transpose
 /// (the rows then run along its unit stride).
 Matrix pack(const Matrix &m, int type, Scratch &scratch) {
@@ -271,6 +363,8 @@ Matrix pack(const Matrix &m, int type, Scratch &scratch) {
   void *out = scratch.get(m.rows * m.cols * elementBytes(type));
   if (type == F64) {
     packRows<double, double>(src, static_cast<double *>(out));
+  } else if (type == BF16) {
+    packRows<uint16_t, uint16_t>(src, static_cast<uint16_t *>(out));
   } else {
     float *dst = static_cast<float *>(out);
     switch (m.type) {
@@ -311,6 +405,7 @@ void byteRange(const char *base, int operand, int64_t esize, const Dim *dims,
 template <typename T>
 void gemm(const Matrix &a, const Matrix &b, Matrix c, bool accumulate) {
   const Library &lib = library;
+  BlasThreads threads;
   T beta = accumulate ? T(1) : T(0);
   T *cp = const_cast<T *>(reinterpret_cast<const T *>(c.base));
   const T *ap = reinterpret_cast<const T *>(a.base);
@@ -573,6 +668,59 @@ bool fusedGemv(const Matrix &a, const Matrix &b, const Matrix &c,
   return true;
 }
 
+/// `m` transposed (a view: rows and columns swap).
+Matrix transposed(const Matrix &m) {
+  return Matrix{m.base, m.type, m.cols, m.rows, m.colStride, m.rowStride};
+}
+
+/// C (+)= A * B through oneDNN: f32, or bf16 A and B, into an f32 C of at
+/// least two rows and columns (mat-vecs stay with the BLAS's gemv), with this
+/// call's thread count; false (nothing written) when oneDNN is not loaded,
+/// the types or shapes are not these or it refuses the call. An operand no
+/// row-major layout describes is packed (in its own type) first; a
+/// column-major C is computed as C^T = B^T * A^T.
+bool oneDnnGemm(Matrix a, Matrix b, Matrix c, bool accumulate,
+                Scratch &scratch) {
+  if (!oneDnnReady.load() || c.type != F32 || a.type != b.type ||
+      (a.type != F32 && a.type != BF16) || c.rows < 2 || c.cols < 2)
+    return false;
+  if (leadingDim(c, true, false) < 0) {
+    Matrix at = transposed(b), bt = transposed(a);
+    a = at;
+    b = bt;
+    c = transposed(c);
+  }
+  int64_t ldc = leadingDim(c, true, false);
+  if (ldc < 0)
+    return false;
+  auto layout = [&](Matrix &m, bool &trans) {
+    if (leadingDim(m, true, false) < 0 && leadingDim(m, true, true) < 0)
+      m = pack(m, m.type, scratch);
+    trans = leadingDim(m, true, false) < 0;
+    return leadingDim(m, true, trans);
+  };
+  bool ta = false, tb = false;
+  int64_t lda = layout(a, ta), ldb = layout(b, tb);
+  char fa = ta ? 'T' : 'N', fb = tb ? 'T' : 'N';
+  float beta = accumulate ? 1.0f : 0.0f;
+  float *cp = reinterpret_cast<float *>(const_cast<char *>(c.base));
+  const OneDnn &lib = oneDnn;
+  int previous = lib.maxThreads();
+  lib.setThreads(threadsOfCall());
+  int status =
+      a.type == F32
+          ? lib.sgemm(fa, fb, c.rows, c.cols, a.cols, 1.0f,
+                      reinterpret_cast<const float *>(a.base), lda,
+                      reinterpret_cast<const float *>(b.base), ldb, beta, cp,
+                      ldc)
+          : lib.bf16gemm(fa, fb, c.rows, c.cols, a.cols, 1.0f,
+                         reinterpret_cast<const uint16_t *>(a.base), lda,
+                         reinterpret_cast<const uint16_t *>(b.base), ldb, beta,
+                         cp, ldc);
+  lib.setThreads(previous);
+  return status == 0;
+}
+
 template <typename T> void run(Contraction op) {
   Scratch scratch;
   int core[4] = {-1, pickCore(op, M), pickCore(op, N), pickCore(op, K)};
@@ -643,7 +791,8 @@ template <typename T> void run(Contraction op) {
     Matrix target = cDirect ? c : Matrix{cTemp, op.type[2], m, n, n, 1};
     if (!cDirect && accumulate)
       copyMatrix<T>(c, target);
-    if (!fusedGemv<T>(a, b, target, accumulate, packs)) {
+    if (!fusedGemv<T>(a, b, target, accumulate, packs) &&
+        !oneDnnGemm(a, b, target, accumulate, packs)) {
       if (!direct(a, op.type[2], rowMajor))
         a = pack(a, op.type[2], packs);
       if (!direct(b, op.type[2], rowMajor))
@@ -702,6 +851,7 @@ template <typename T> bool runBatched(const Contraction &op) {
   if (lda < 0 || ldb < 0)
     return false;
   T beta = op.accumulate ? T(1) : T(0);
+  BlasThreads threads;
   if (std::is_same<T, float>::value)
     lib.sgemmBatch(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans,
                    blasint(c.rows), blasint(c.cols), blasint(a.cols), 1.0f,
@@ -831,28 +981,18 @@ extern "C" void tdf_rt_contract(int64_t flags, int64_t a, int64_t aOffset,
   for (int o = 0; o < 3; ++o)
     op.base[o] = reinterpret_cast<const char *>(pointers[o]) +
                  offsets[o] * elementBytes(op.type[o]);
-  // Threads of this call (thread-local in the library: concurrent calls do
-  // not race): the program's count, or the process's; one thread for a
-  // small contraction, where waking the library's threads costs more than
-  // the work (and, with every core busy, a scheduler time slice); a large
-  // mat-vec keeps them (it is bound by memory bandwidth).
+  // Threads of this call: the program's count, or the process's; one thread
+  // for a small contraction, where waking the library's threads costs more
+  // than the work (and, with every core busy, a scheduler time slice); a
+  // large mat-vec keeps them (it is bound by memory bandwidth).
   int threads = int((flags >> 32) & 0xffff);
-  if (!libraryReady.load() || !library.setThreadsLocal) {
-    runContraction(op);
-    return;
-  }
   double work = 2.0;
   for (int i = 0; i < op.rank; ++i)
     work *= double(op.dims[i].size);
   if (work < kParallelFlops && operandBytes(op) < kParallelBytes)
     threads = 1;
-  if (threads == 0) {
-    runContraction(op);
-    return;
-  }
-  int previous = library.setThreadsLocal(threads);
+  callThreads = threads;
   runContraction(op);
-  library.setThreadsLocal(previous);
 }
 
 namespace tdfpy {
@@ -867,6 +1007,19 @@ void registerBlas(nb::module_ &m) {
       },
       nb::arg("path"), nb::arg("prefix") = "",
       "Loads the BLAS that compiled contractions call (once per process).");
+  m.def(
+      "onednn_load",
+      [](const std::string &path) {
+        std::string error = loadOneDnn(path);
+        if (!error.empty())
+          throw std::runtime_error(error);
+      },
+      nb::arg("path"),
+      "Loads oneDNN, whose GEMMs f32 and bf16 contractions call.");
+  m.def(
+      "onednn_loaded",
+      []() { return oneDnnReady.load() ? oneDnn.path : std::string(); },
+      "The path of the loaded oneDNN library, or '' when none is.");
   m.def(
       "blas_loaded",
       []() { return libraryReady.load() ? library.path : std::string(); },
