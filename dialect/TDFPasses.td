@@ -101,6 +101,10 @@ def TDFFuseElementwise : Pass<"tdf-fuse-elementwise"> {
     program spent 5.7 s in upstream's pass); with the bound the chain
     becomes loops of at most `max-body-ops` ops each, built in O(N) time,
     and a loop reads and writes its operands once per `max-body-ops` ops.
+    A `linalg.contract` (a BLAS contraction, `tdf-specialize-contractions`)
+    takes part in no fusion and no reshape folding: a folded reshape would
+    turn it back into a `linalg.generic` that fusion then grows, and it
+    would no longer reach the BLAS; the reshape stays a view.
 
     Before (`--tdf-fuse-elementwise="max-body-ops=2"`, two chained
     `linalg.generic` ops of two body ops each):

@@ -9,6 +9,11 @@
 // so fusing a chain of N element-wise ops into one loop costs O(N^2); with
 // the bound a chain becomes loops of at most N ops each, built in linear
 // time. The upstream pass registers no control function, hence this pass.
+// A `linalg.contract` (what `tdf-specialize-contractions` makes of a BLAS
+// contraction) takes part in no fusion and no reshape folding: folded, a
+// reshape turns it back into a `linalg.generic` that the next fusion then
+// grows (a scale or bias fused into its body), and it no longer reaches the
+// BLAS (`tdf-contractions-to-blas`). The reshape stays a view.
 //
 // Every symbol used here is exported by libMLIRPythonCAPI.so.
 //
@@ -43,6 +48,15 @@ size_t bodySize(Operation *op) {
   return linalgOp->getRegion(0).front().getOperations().size();
 }
 
+/// Whether `op` is kept out of fusion and reshape folding.
+bool keptWhole(Operation *op) { return op && isa<linalg::ContractOp>(op); }
+
+/// Whether the fusion or folding across `fused` involves a kept op.
+bool touchesKept(OpOperand *fused) {
+  return keptWhole(fused->getOwner()) ||
+         keptWhole(fused->get().getDefiningOp());
+}
+
 struct FuseElementwisePass
     : public tdfpy::impl::TDFFuseElementwiseBase<FuseElementwisePass> {
   using Base::Base;
@@ -53,14 +67,15 @@ struct FuseElementwisePass
     // Upstream's condition (the producer has one use) plus the bound.
     linalg::ControlFusionFn fuse = [limit](OpOperand *fused) {
       Operation *producer = fused->get().getDefiningOp();
-      if (!producer || !producer->hasOneUse())
+      if (!producer || !producer->hasOneUse() || touchesKept(fused))
         return false;
       return bodySize(producer) + bodySize(fused->getOwner()) <= limit + 1;
     };
-    // Reshape folding and constant folding keep upstream's condition.
+    // Reshape folding and constant folding keep upstream's condition, and
+    // leave contractions alone.
     linalg::ControlFusionFn oneUse = [](OpOperand *fused) {
       Operation *producer = fused->get().getDefiningOp();
-      return producer && producer->hasOneUse();
+      return producer && producer->hasOneUse() && !touchesKept(fused);
     };
     RewritePatternSet patterns(context);
     linalg::populateElementwiseOpsFusionPatterns(patterns, fuse);
