@@ -17,8 +17,9 @@ layout describes (see ``python/src/Blas.cpp``).
 
 The output buffer is the destination: the call accumulates into it
 (``beta = 1``), except when the op's init was just filled with zero
-(``linalg.fill`` of ``0.0`` into a fresh ``memref.alloc``, or a view of
-``tdf-plan-memory``'s arena, right before, no other access in between): the fill is dropped and the call overwrites the
+(``linalg.fill`` of ``0.0`` into a fresh ``memref.alloc``, a view of
+``tdf-plan-memory``'s arena, or a view of either (a batch chunk's rows of
+a convolution's result) that no input reads, right before, no other access in between): the fill is dropped and the call overwrites the
 buffer (``beta = 0``).
 
 Option ``threads`` (0: the library's default, the cores) is the BLAS thread
@@ -83,21 +84,23 @@ def _fresh(c) -> bool:
     return base is not None and base.name == "memref.alloc" and ARENA_ATTR in base.attributes
 
 
-def _views_of(value, c) -> bool:
-    """True when ``value`` is ``c`` or a view of it."""
-    while True:
-        if value == c:
-            return True
+def _root(value):
+    """The buffer ``value`` views: itself, or the first fresh buffer
+    (:func:`_fresh`) or non-view value its chain of views reaches."""
+    while not _fresh(value):
         owner = defining_op(value)
         if owner is None or owner.name not in MEMREF_VIEW_OPS:
-            return False
+            return value
         value = owner.operands[0]
+    return value
 
 
 def _zero_fill_before(op, c, inputs):
     """The ``linalg.fill`` of zero into ``c`` (a fresh allocation or arena
-    view that no input views) right before ``op``, or None."""
-    if not _fresh(c) or any(_views_of(v, c) for v in inputs):
+    view, or a view of one, that no input views) right before ``op``, or
+    None."""
+    root = _root(c)
+    if not _fresh(root) or any(_root(v) == root for v in inputs):
         return None
     prev = op.operation
     block = op.operation.block

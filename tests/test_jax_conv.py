@@ -356,6 +356,90 @@ def test_cnn_train_step_convolutions_reach_the_blas():
     assert _contract_calls(cnn_step, p, x, y) == 8
 
 
+def test_dense_after_flatten_and_scale_reaches_the_blas():
+    """A dense layer after an average pool (``* 0.25``) and a flatten: the
+    flatten stays a view and the scale its own loop (not folded into the
+    contraction, which would leave the BLAS): one call per contraction."""
+    rng = np.random.default_rng(3)
+    p = _cnn_params(rng)
+    x = rng.standard_normal((3, 14, 14, 1)).astype(np.float32)
+
+    def fn(p, x):
+        h = lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") * 0.25
+        return h.reshape(h.shape[0], -1) @ p["wd1"] + p["bd"][:4]
+
+    p = {"wd1": rng.standard_normal((49, 4)).astype(np.float32), "bd": p["bd"]}
+    _check(fn, p, x, rtol=1e-5)
+    assert _contract_calls(fn, p, x) == 1
+
+
+# ------------------------------------------------------------ batch chunks
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Every im2col convolution built in at most 3 batch chunks."""
+    from tdf.jax import _conv as conv_module
+    monkeypatch.setattr(conv_module, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(conv_module, "CHUNK_MIN_ROWS", 1)
+    monkeypatch.setattr(conv_module, "CHUNK_MAX", 3)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_batch_chunks_match_jax(name, small_chunks):
+    dn, n, c, spatial, o, kernel, kw, groups, bgroups = CASES[name]
+    rng = np.random.default_rng(len(name))
+    n = n * 3 // 2 + 1  # 4 (2 + 2), 7 (3 + 3 + 1): uneven chunks too
+    x, w = _operands(rng, dn, n * bgroups, c, spatial, o, kernel, groups)
+    k = c // groups * int(np.prod(kernel))
+    _check(_conv(dimension_numbers=dn, **kw), x, w, rtol=2e-7 * k + 1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
+def test_batch_chunks_other_dtypes(dtype, small_chunks):
+    """Chunks whose accumulator type differs from the result's (rounded or
+    kept as int32) are computed apart and inserted into the result."""
+    rng = np.random.default_rng(4)
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.int8
+    x, w = _operands(rng, NHWC, 5, 3, (6, 7), 4, (3, 3), dtype=np_dtype)
+    kw = dict(window_strides=(1, 1), padding="SAME", dimension_numbers=NHWC)
+    if dtype == "int8":
+        kw["preferred_element_type"] = jnp.int32
+    _check(_conv(**kw), x, w, rtol=2e-2)
+
+
+def test_batch_chunks_write_the_result_in_place(small_chunks):
+    """One BLAS call per chunk, each computing its rows of the result where
+    they are (no copy into the result)."""
+    rng = np.random.default_rng(5)
+    x, w = _operands(rng, NHWC, 6, 3, (8, 8), 4, (3, 3))
+    fn = _conv(window_strides=(1, 1), padding="VALID", dimension_numbers=NHWC)
+    program = tdf.jax.jit(fn).lower(x, w).compile()
+    assert program.llvm_ir.count("call @tdf_rt_contract") == 3
+    assert "memref.copy" not in program.buffer_ir
+    _check(fn, x, w, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["batch_groups", "batch_inside", "small"])
+def test_negative_batch_chunks(case, monkeypatch):
+    """Not chunked: batch groups (a batch chunk is no convolution of its
+    own), a batch that is not the outermost dimension of the input or the
+    result, patches within CHUNK_BYTES."""
+    from tdf.jax import _conv as conv_module
+    monkeypatch.setattr(conv_module, "CHUNK_MIN_ROWS", 1)
+    if case != "small":
+        monkeypatch.setattr(conv_module, "CHUNK_BYTES", 1)
+    rng = np.random.default_rng(6)
+    dn = ("NHWC", "HWIO", "HNWC") if case == "batch_inside" else NHWC
+    x, w = _operands(rng, dn, 4, 3, (8, 8), 6, (3, 3))
+    kw = dict(window_strides=(1, 1), padding="VALID", dimension_numbers=dn)
+    if case == "batch_groups":
+        kw["batch_group_count"] = 2
+    fn = _conv(**kw)
+    assert _contract_calls(fn, x, w) == 1
+    _check(fn, x, w, rtol=1e-5)
+
+
 # ------------------------------------------------------------ property sweep
 
 EXAMPLES = int(os.environ.get("TDF_JAX_CONV_EXAMPLES", "400" if os.environ.get("TDF_LONG") == "1"

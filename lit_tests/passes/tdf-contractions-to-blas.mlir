@@ -145,6 +145,47 @@ func.func @negative_input_views_output(%b: memref<16x16xf32>, %out: memref<16x16
   return
 }
 
+// A view of a fresh buffer that no input reads (a convolution's batch
+// chunk: its rows of the result) drops its zero fill too.
+// CHECK-LABEL: func.func @subview_of_fresh_output_drops_zero_fill
+// CHECK-NOT: linalg.fill
+// CHECK: call @tdf_rt_contract
+// CHECK-NOT: linalg.fill
+// CHECK: call @tdf_rt_contract
+// CHECK-NOT: linalg.fill
+// CHECK: return
+func.func @subview_of_fresh_output_drops_zero_fill(%a: memref<16x4xf32>, %b: memref<4x16xf32>) -> memref<16x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %out = memref.alloc() : memref<16x16xf32>
+  %a0 = memref.subview %a[0, 0] [8, 4] [1, 1] : memref<16x4xf32> to memref<8x4xf32, strided<[4, 1]>>
+  %a1 = memref.subview %a[8, 0] [8, 4] [1, 1] : memref<16x4xf32> to memref<8x4xf32, strided<[4, 1], offset: 32>>
+  %c0 = memref.subview %out[0, 0] [8, 16] [1, 1] : memref<16x16xf32> to memref<8x16xf32, strided<[16, 1]>>
+  linalg.fill ins(%z : f32) outs(%c0 : memref<8x16xf32, strided<[16, 1]>>)
+  linalg.matmul ins(%a0, %b : memref<8x4xf32, strided<[4, 1]>>, memref<4x16xf32>) outs(%c0 : memref<8x16xf32, strided<[16, 1]>>)
+  %c1 = memref.subview %out[8, 0] [8, 16] [1, 1] : memref<16x16xf32> to memref<8x16xf32, strided<[16, 1], offset: 128>>
+  linalg.fill ins(%z : f32) outs(%c1 : memref<8x16xf32, strided<[16, 1], offset: 128>>)
+  linalg.matmul ins(%a1, %b : memref<8x4xf32, strided<[4, 1], offset: 32>>, memref<4x16xf32>) outs(%c1 : memref<8x16xf32, strided<[16, 1], offset: 128>>)
+  return %out : memref<16x16xf32>
+}
+
+// negative_: an input that views the same fresh buffer as the output (the
+// first chunk's rows feeding the second's contraction): the fill stays.
+// CHECK-LABEL: func.func @negative_input_views_output_buffer
+// CHECK: call @tdf_rt_contract
+// CHECK: linalg.fill
+// CHECK: call @tdf_rt_contract
+func.func @negative_input_views_output_buffer(%a: memref<8x16xf32>, %b: memref<16x16xf32>) -> memref<16x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %out = memref.alloc() : memref<16x16xf32>
+  %c0 = memref.subview %out[0, 0] [8, 16] [1, 1] : memref<16x16xf32> to memref<8x16xf32, strided<[16, 1]>>
+  linalg.fill ins(%z : f32) outs(%c0 : memref<8x16xf32, strided<[16, 1]>>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x16xf32>) outs(%c0 : memref<8x16xf32, strided<[16, 1]>>)
+  %c1 = memref.subview %out[8, 0] [8, 16] [1, 1] : memref<16x16xf32> to memref<8x16xf32, strided<[16, 1], offset: 128>>
+  linalg.fill ins(%z : f32) outs(%c1 : memref<8x16xf32, strided<[16, 1], offset: 128>>)
+  linalg.matmul ins(%c0, %b : memref<8x16xf32, strided<[16, 1]>>, memref<16x16xf32>) outs(%c1 : memref<8x16xf32, strided<[16, 1], offset: 128>>)
+  return %out : memref<16x16xf32>
+}
+
 // An operand with a non-strided layout map (no strides to pass) stays loops.
 // CHECK-LABEL: func.func @non_strided
 // CHECK-NOT:     call @tdf_rt_contract
