@@ -11,7 +11,7 @@ checks each result against float64 and times them in interleaved rounds
 of library per case in ``docs/Codegen.md``.
 
     .venv/bin/python benchmarks/gemm_libraries.py           # ~1 min
-    .venv/bin/python benchmarks/gemm_libraries.py --reps 5
+    .venv/bin/python benchmarks/gemm_libraries.py --quick   # two small shapes
 
 Prints a markdown table: GFLOP/s of each library and oneDNN's time over
 OpenBLAS's (below 1: oneDNN is faster). The bf16 rows time OpenBLAS on the
@@ -105,12 +105,14 @@ def run_case(dnnl, openblas, shape, dtype, reps):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
+    shapes = [(32, 128, 128, 1), (64, 64, 64, 2)] if args.quick else SHAPES
     dnnl, openblas = _libraries()
     threads_before = blas.num_threads()
     rows = []
     try:
-        for shape in SHAPES:
+        for shape in shapes:
             for dtype in ("f32", "bf16"):
                 rows.append(run_case(dnnl, openblas, shape, dtype, args.reps))
     finally:
