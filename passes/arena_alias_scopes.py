@@ -35,8 +35,27 @@ address cannot be followed to a slice gets no metadata (LLVM assumes what
 it did before). Bases with more than ``max-slices`` slices are left alone
 (the metadata grows with the square).
 
-Option ``max-slices`` (default 512). Statistic ``tagged`` (accesses given
-scopes).
+Second claim, about origins: memory a function allocates itself (a
+``malloc`` / ``aligned_alloc`` in its body: the arena, a result, a
+temporary) never shares a byte with memory its arguments point to (the
+caller's arrays, descriptors on the caller's stack): it did not exist when
+the function was entered. Each access whose address follows back (through
+``getelementptr``, descriptors, and the integer arithmetic that aligns an
+allocation: ``inttoptr`` of ``ptrtoint`` plus constants) to a fresh
+allocation gets scope ``fresh`` and ``!noalias`` ``argument``; each access
+that follows back to an entry-block argument, the reverse (a second domain,
+``tdf.origin``). Without it LLVM cannot tell a loop that reads an argument
+and writes a temporary from one that overwrites its own input once the
+loop is unrolled: the 16 lane partials of ``tdf-split-reductions`` stayed
+16 scalar chains (a row-wise ``max`` over 4096x1024 floats took 3.7 ms,
+the ``sum`` 1.35 ms) where, with the claim, they are one vector.
+Arguments are not claimed disjoint from each other (the same array may be
+passed twice). Functions that load or store bf16/f16 values get no origin
+scopes: vectorized without run-time alias checks, some of their loops make
+LLVM 22.1.8's x86 back end abort ("Unexpected illegal type!").
+
+Option ``max-slices`` (default 512). Statistics ``tagged`` (accesses given
+slice scopes) and ``origins`` (accesses given an origin scope).
 """
 
 from __future__ import annotations
@@ -199,29 +218,151 @@ def _metadata(slices: dict, limit: int, names) -> dict:
     return out
 
 
+#: Calls whose result is memory allocated there and then.
+_ALLOCATORS = frozenset({"malloc", "aligned_alloc"})
+#: Integer ops of the alignment arithmetic an allocation's pointer goes
+#: through (``(p + a - 1) - (p + a - 1) % a``).
+_ALIGN_OPS = frozenset({"llvm.add", "llvm.sub", "llvm.urem", "llvm.and"})
+
+
+class _Origins:
+    """Follows an address back to where its memory comes from: "fresh" (an
+    allocation call of this function), "argument" (an entry-block argument)
+    or None (anything else: a loaded pointer, a select, a call's result)."""
+
+    def __init__(self, func):
+        self.entry = func.regions[0].blocks[0]
+        self.memo: dict = {}
+
+    def of(self, value):
+        chain = []
+        found = None
+        for _ in range(_DEPTH):
+            op = defining_op(value)
+            if op is None:
+                found = "argument" if value.owner == self.entry else None
+                break
+            if op in self.memo:
+                found = self.memo[op]
+                break
+            chain.append(op)
+            if op.name == "llvm.getelementptr":
+                value = op.operands[0]
+            elif op.name == "llvm.extractvalue":
+                value = _inserted(op)
+            elif op.name == "llvm.inttoptr":
+                value = _pointer_of_integer(op.operands[0])
+            elif op.name == "llvm.call":
+                callee = op.attributes["callee"] if "callee" in op.attributes else None
+                found = "fresh" if callee is not None and \
+                    ir.FlatSymbolRefAttr(callee).value in _ALLOCATORS else None
+                break
+            else:
+                value = None
+            if value is None:
+                break
+        for op in chain:
+            self.memo[op] = found
+        return found
+
+
+def _pointer_of_integer(value):
+    """The one pointer an alignment computation (``ptrtoint`` of it, plus
+    constants through add/sub/urem/and) starts from, or None."""
+    pointers = []
+    pending = [value]
+    for _ in range(_DEPTH):
+        if not pending:
+            break
+        op = defining_op(pending.pop())
+        if op is None:
+            return None
+        if op.name == "llvm.ptrtoint":
+            pointers.append(op.operands[0])
+        elif op.name in _ALIGN_OPS:
+            pending.extend(op.operands)
+        elif op.name != "llvm.mlir.constant":
+            return None
+    # The pointer may be reached more than once (``x - x % a`` reads ``x`` twice).
+    if pending or not pointers or any(p != pointers[0] for p in pointers[1:]):
+        return None
+    return pointers[0]
+
+
+def _origin_scopes(names):
+    """(fresh scope, argument scope), in a domain of their own."""
+    domain = f"#llvm.alias_scope_domain<id = distinct[{next(names)}]<>, " \
+             f"description = \"tdf.origin\">"
+    text = ", ".join(f"#llvm.alias_scope<id = distinct[{next(names)}]<>, "
+                     f"domain = {domain}>" for _ in range(2))
+    fresh, argument = ir.ArrayAttr(ir.Attribute.parse(f"[{text}]"))
+    return fresh, argument
+
+
+def _half_precision(access) -> bool:
+    """Whether ``access`` loads or stores bf16/f16 values (scalars or vectors)."""
+    value = access.results[0] if access.name == "llvm.load" else access.operands[0]
+    element = value.type
+    if isinstance(element, ir.VectorType):
+        element = element.element_type
+    return isinstance(element, (ir.BF16Type, ir.F16Type))
+
+
+def _tag_origins(func, accesses, names, ctx: PassContext) -> None:
+    # LLVM 22.1.8's x86 back end aborts ("Unexpected illegal type!" in
+    # LegalizeDAG) on some bf16 loops once they can be vectorized without
+    # run-time alias checks: functions with half-precision accesses keep
+    # LLVM's own view.
+    if any(_half_precision(access) for access in accesses):
+        return
+    origins = _Origins(func)
+    found = [(access, origins.of(_address(access))) for access in accesses]
+    kinds = {origin for _, origin in found}
+    if not {"fresh", "argument"} <= kinds:
+        return  # nothing to tell apart
+    fresh, argument = _origin_scopes(names)
+    for access, origin in found:
+        if origin is None:
+            continue
+        own, other = (fresh, argument) if origin == "fresh" else (argument, fresh)
+        scopes = list(ir.ArrayAttr(access.attributes["alias_scopes"])) \
+            if "alias_scopes" in access.attributes else []
+        noalias = list(ir.ArrayAttr(access.attributes["noalias_scopes"])) \
+            if "noalias_scopes" in access.attributes else []
+        access.attributes["alias_scopes"] = ir.ArrayAttr.get(scopes + [own])
+        access.attributes["noalias_scopes"] = ir.ArrayAttr.get(noalias + [other])
+        ctx.statistic("origins", 1)
+
+
+def _address(access):
+    return access.operands[0 if access.name == "llvm.load" else 1]
+
+
 @register_pass(
     "tdf-arena-alias-scopes",
     "Alias scopes for tdf-plan-memory's slices: accesses to disjoint bytes do not alias",
     options=[PassOption("max-slices", int, 512,
                         "Bases with more slices get no metadata")],
-    statistics=[("tagged", "loads and stores given alias scopes")],
+    statistics=[("tagged", "loads and stores given slice scopes"),
+                ("origins", "loads and stores given an origin scope")],
 )
 def arena_alias_scopes(op, ctx: PassContext) -> None:
     """See the module docstring."""
     limit = int(ctx.option("max-slices"))
     names = itertools.count()
     for func in collect_ops(op.operation, "llvm.func"):
+        if not func.regions[0].blocks:
+            continue  # a declaration
+        accesses = collect_ops(func, ("llvm.load", "llvm.store"))
         slices = _slices(func)
-        if len(slices) < 2:
-            continue
-        metadata = _metadata(slices, limit, names)
-        if not metadata:
-            continue
-        tracer = _Tracer(metadata)
-        for access in collect_ops(func, ("llvm.load", "llvm.store")):
-            view = tracer.view_of(access.operands[0 if access.name == "llvm.load" else 1])
-            if view is None:
-                continue
-            access.attributes["alias_scopes"], access.attributes["noalias_scopes"] = \
-                metadata[view]
-            ctx.statistic("tagged", 1)
+        metadata = _metadata(slices, limit, names) if len(slices) >= 2 else {}
+        if metadata:
+            tracer = _Tracer(metadata)
+            for access in accesses:
+                view = tracer.view_of(_address(access))
+                if view is None:
+                    continue
+                access.attributes["alias_scopes"], access.attributes["noalias_scopes"] = \
+                    metadata[view]
+                ctx.statistic("tagged", 1)
+        _tag_origins(func, accesses, names, ctx)

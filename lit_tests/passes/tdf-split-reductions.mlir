@@ -36,17 +36,18 @@ func.func @sum_of_squares(%x: tensor<4096xf32>) -> tensor<f32> {
 
 // Rows of 1100 = 4 blocks of 256 + a tail of 76: the tail is reduced into
 // the init first by a copy of the op over the slice [1024, 1100), then the
-// 64 partials of each row on top of it. max: partials start at -inf.
+// 256 partials of each row on top of it. max: partials start at -inf, and
+// (exact in any order) 64 lanes per block, 4 steps each.
 // CHECK-LABEL: func.func @row_max_with_tail
 // CHECK-SAME:    (%[[X:[^:]+]]: tensor<3x1100xf32>, %[[I:[^:]+]]: tensor<3xf32>)
 // CHECK:         %[[NINF:.*]] = arith.constant 0xFF800000 : f32
-// CHECK:         %[[P0:.*]] = linalg.fill ins(%[[NINF]] : f32) outs(%{{.*}} : tensor<3x4x16xf32>)
+// CHECK:         %[[P0:.*]] = linalg.fill ins(%[[NINF]] : f32) outs(%{{.*}} : tensor<3x4x64xf32>)
 // CHECK:         %[[TAILX:.*]] = tensor.extract_slice %[[X]][0, 1024] [3, 76] [1, 1]
 // CHECK:         %[[T:.*]] = linalg.generic {{.*}} ins(%[[TAILX]] : tensor<3x76xf32>) outs(%[[I]] : tensor<3xf32>)
 // CHECK:         %[[MAINX:.*]] = tensor.extract_slice %[[X]][0, 0] [3, 1024] [1, 1]
-// CHECK:         tensor.expand_shape %[[MAINX]] {{\[\[}}0], [1, 2, 3]] output_shape [3, 4, 16, 16]
+// CHECK:         tensor.expand_shape %[[MAINX]] {{\[\[}}0], [1, 2, 3]] output_shape [3, 4, 4, 64]
 // CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "parallel"]
-// CHECK:         tensor.collapse_shape {{.*}} : tensor<3x4x16xf32> into tensor<3x64xf32>
+// CHECK:         tensor.collapse_shape {{.*}} : tensor<3x4x64xf32> into tensor<3x256xf32>
 // CHECK:         linalg.generic {{.*}} outs(%[[T]] : tensor<3xf32>)
 // CHECK:           arith.maximumf
 func.func @row_max_with_tail(%x: tensor<3x1100xf32>, %init: tensor<3xf32>) -> tensor<3xf32> {
