@@ -380,6 +380,38 @@ def test_calls_from_several_threads(dtype):
         np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5)
 
 
+def _gemms_in_child(prog_f32, prog_bf16, args, expected, queue):
+    got = [np.asarray(prog_f32.main(*args[0])), np.asarray(prog_bf16.main(*args[1]))]
+    queue.put(all(np.allclose(g, e, rtol=1e-5, atol=1e-4) for g, e in zip(got, expected)))
+
+
+def test_gemms_in_a_forked_child():
+    """GNU OpenMP (oneDNN's runtime) hangs in a child forked after the
+    parent ran a parallel region: the child runs its GEMMs on OpenBLAS and
+    gets the same results."""
+    import multiprocessing
+
+    rng = np.random.default_rng(11)
+    args = []
+    progs = []
+    for dtype in (np.float32, ml_dtypes.bfloat16):
+        a = rng.standard_normal((256, 256)).astype(dtype)
+        fn = lambda x: jnp.matmul(x, x, preferred_element_type=jnp.float32)  # noqa: E731
+        progs.append(tdf.jax.jit(fn).lower(a).compile())
+        args.append((a,))
+    expected = [np.asarray(p.main(*a)) for p, a in zip(progs, args)]  # parallel regions run
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_gemms_in_child, args=(*progs, args, expected, queue))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung in its GEMM")
+    assert child.exitcode == 0 and queue.get(timeout=5)
+    assert blas.onednn_path()  # the parent still uses oneDNN
+
+
 def test_num_threads_option_and_knob():
     x = np.ones((64, 64), np.float32)
     before = blas.num_threads()

@@ -29,7 +29,8 @@
 // of the `scipy-openblas32` package, whose symbols carry a `scipy_` prefix;
 // `blas_load_bf16`: oneDNN's `libdnnl.so` of the `onednn-cpu-gomp` package);
 // the thread count is OpenBLAS's (`blas_set_threads`), and each oneDNN call
-// runs with the same count (its OpenMP threads, set per calling thread).
+// runs with the same count (its OpenMP threads, set per calling thread). A
+// forked child does not use oneDNN (GNU OpenMP hangs after a fork).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,7 @@
 #include <type_traits>
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 namespace nb = nanobind;
 
@@ -201,6 +203,10 @@ std::string loadOneDnn(const std::string &path) {
   }
   oneDnn = lib;
   oneDnnReady.store(true);
+  // GNU OpenMP does not survive fork(): a child whose parent ran a parallel
+  // region hangs in its first one. A forked child runs every GEMM on
+  // OpenBLAS (which re-creates its threads after a fork).
+  pthread_atfork(nullptr, nullptr, [] { oneDnnReady.store(false); });
   return "";
 }
 
