@@ -17,7 +17,8 @@ tdf-contractions-to-blas, the runtime's tdf_rt_contract) against numpy
   ``dnnl_gemm_bf16bf16f32``): every operand
   layout (transposed, leading dimensions, packed, column-major result),
   accumulate or overwrite, a result overlapping an input, several threads;
-- flush-to-zero: subnormal results are 0 as in jax.jit, kept with
+- flush-to-zero: subnormal results are 0 as in jax.jit (contractions too,
+  whichever library thread computed them), kept with
   ``flush_denormals=False``.
 """
 
@@ -436,6 +437,24 @@ def test_subnormal_results_flush_to_zero_like_jax():
     assert np.all(ref == 0)
     kept = np.asarray(lowered.compile(flush_denormals=False).main(x))
     assert np.all(kept == np.float32(1e-20) * np.float32(1e-20)) and np.all(kept > 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("shapes", [((2048, 2), (2, 2048)), ((4096, 2), (2,)),
+                                    ((12, 128, 2), (12, 2, 128))],
+                         ids=["gemm_two_threads", "gemv", "batched"])
+def test_subnormal_contraction_results_flush_like_jax(shapes, dtype):
+    """Every product is 1e-40 (subnormal): jax.jit flushes it to zero, and so
+    must tdf on every library route, including the parts the libraries'
+    worker threads compute (they do not take the caller's MXCSR)."""
+    a = np.full(shapes[0], 1e-20, dtype)
+    b = np.full(shapes[1], 1e-20, dtype)
+
+    def fn(x, y):
+        return jnp.matmul(x, y, preferred_element_type=jnp.float32)
+    expected = np.asarray(jax.jit(fn)(a, b))
+    assert not np.any(expected)
+    np.testing.assert_array_equal(np.asarray(tdf.jax.jit(fn)(a, b)), expected)
 
 
 def test_subnormal_inputs_read_as_zero_like_jax():

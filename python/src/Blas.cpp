@@ -39,9 +39,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -49,6 +51,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <xmmintrin.h>
 
 namespace nb = nanobind;
 
@@ -406,6 +409,25 @@ void byteRange(const char *base, int operand, int64_t esize, const Dim *dims,
 // One GEMM
 //===----------------------------------------------------------------------===//
 
+/// Whether the calling thread flushes subnormal results to zero (MXCSR's
+/// FTZ bit: compiled calls set it, as jax.jit does, unless
+/// `flush_denormals=False`).
+bool flushing() { return (_mm_getcsr() & 0x8000) != 0; }
+
+/// Sets the subnormal elements of `c` to (signed) zero: OpenBLAS's worker
+/// threads do not take the caller's MXCSR, so what they computed keeps
+/// subnormals that jax.jit (and the calling thread) flush. oneDNN's kernels
+/// need no such pass (measured: they flush).
+template <typename T> void flushSubnormals(const Matrix &c) {
+  T *base = reinterpret_cast<T *>(const_cast<char *>(c.base));
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t q = 0; q < c.cols; ++q) {
+      T &v = base[r * c.rowStride + q * c.colStride];
+      if (std::fabs(v) < std::numeric_limits<T>::min())
+        v = std::copysign(T(0), v);
+    }
+}
+
 /// C (+)= A * B for an M x K A, K x N B and M x N C, all of C's type (F32 or
 /// F64); `a` and `b` already packed where no BLAS layout describes them.
 template <typename T>
@@ -442,6 +464,8 @@ void gemm(const Matrix &a, const Matrix &b, Matrix c, bool accumulate) {
                 blasint(ld), reinterpret_cast<const double *>(xp),
                 blasint(incx), double(beta), reinterpret_cast<double *>(cp),
                 blasint(incy));
+    if (flushing())
+      flushSubnormals<T>(c);
     return;
   }
   bool rowMajor = leadingDim(c, true, false) >= 0;
@@ -460,6 +484,8 @@ void gemm(const Matrix &a, const Matrix &b, Matrix c, bool accumulate) {
               blasint(n), blasint(k), 1.0, reinterpret_cast<const double *>(ap),
               blasint(lda), reinterpret_cast<const double *>(bp), blasint(ldb),
               double(beta), reinterpret_cast<double *>(cp), blasint(ldc));
+  if (flushing())
+    flushSubnormals<T>(c);
 }
 
 /// Whether `m` can be handed to the library as it is (for a GEMM of C's
@@ -878,6 +904,10 @@ template <typename T> bool runBatched(const Contraction &op) {
                    reinterpret_cast<double *>(const_cast<char *>(c.base)),
                    blasint(leadingDim(c, true, false)), blasint(bd.stride[2]),
                    blasint(bd.size));
+  if (flushing())
+    for (int64_t i = 0; i < bd.size; ++i)
+      flushSubnormals<T>(Matrix{c.base + i * bd.stride[2] * es, c.type, c.rows,
+                                c.cols, c.rowStride, c.colStride});
   return true;
 }
 
