@@ -107,6 +107,13 @@ std::mutex libraryLock;
 Library library;
 std::atomic<bool> libraryReady{false};
 
+/// Below this many flops a contraction (or one GEMM of it) runs on one
+/// thread.
+constexpr double kParallelFlops = 4.0e6;
+
+/// MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) bits.
+constexpr unsigned kFlushDenormals = 0x8040;
+
 template <typename Fn> Fn symbol(void *handle, const std::string &name) {
   return reinterpret_cast<Fn>(dlsym(handle, name.c_str()));
 }
@@ -120,7 +127,15 @@ std::string loadLibrary(const std::string &path, const std::string &prefix) {
     return library.path == path
                ? ""
                : "a BLAS is already loaded from '" + library.path + "'";
+  // OpenBLAS starts its worker threads as it loads, and a thread starts
+  // with its creator's MXCSR: loaded with flush-to-zero and
+  // denormals-are-zero set, the workers flush subnormals as jax.jit does
+  // and as compiled calls do on the calling thread (without it, a GEMM
+  // whose products are subnormal returned 1e-40 where jax.jit gives 0).
+  unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | kFlushDenormals);
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  _mm_setcsr(csr);
   if (!handle) {
     const char *why = dlerror();
     return "cannot load '" + path + "': " + (why ? why : "unknown error");
@@ -409,25 +424,6 @@ void byteRange(const char *base, int operand, int64_t esize, const Dim *dims,
 // One GEMM
 //===----------------------------------------------------------------------===//
 
-/// Whether the calling thread flushes subnormal results to zero (MXCSR's
-/// FTZ bit: compiled calls set it, as jax.jit does, unless
-/// `flush_denormals=False`).
-bool flushing() { return (_mm_getcsr() & 0x8000) != 0; }
-
-/// Sets the subnormal elements of `c` to (signed) zero: OpenBLAS's worker
-/// threads do not take the caller's MXCSR, so what they computed keeps
-/// subnormals that jax.jit (and the calling thread) flush. oneDNN's kernels
-/// need no such pass (measured: they flush).
-template <typename T> void flushSubnormals(const Matrix &c) {
-  T *base = reinterpret_cast<T *>(const_cast<char *>(c.base));
-  for (int64_t r = 0; r < c.rows; ++r)
-    for (int64_t q = 0; q < c.cols; ++q) {
-      T &v = base[r * c.rowStride + q * c.colStride];
-      if (std::fabs(v) < std::numeric_limits<T>::min())
-        v = std::copysign(T(0), v);
-    }
-}
-
 /// C (+)= A * B for an M x K A, K x N B and M x N C, all of C's type (F32 or
 /// F64); `a` and `b` already packed where no BLAS layout describes them.
 template <typename T>
@@ -464,8 +460,6 @@ void gemm(const Matrix &a, const Matrix &b, Matrix c, bool accumulate) {
                 blasint(ld), reinterpret_cast<const double *>(xp),
                 blasint(incx), double(beta), reinterpret_cast<double *>(cp),
                 blasint(incy));
-    if (flushing())
-      flushSubnormals<T>(c);
     return;
   }
   bool rowMajor = leadingDim(c, true, false) >= 0;
@@ -484,8 +478,6 @@ void gemm(const Matrix &a, const Matrix &b, Matrix c, bool accumulate) {
               blasint(n), blasint(k), 1.0, reinterpret_cast<const double *>(ap),
               blasint(lda), reinterpret_cast<const double *>(bp), blasint(ldb),
               double(beta), reinterpret_cast<double *>(cp), blasint(ldc));
-  if (flushing())
-    flushSubnormals<T>(c);
 }
 
 /// Whether `m` can be handed to the library as it is (for a GEMM of C's
@@ -738,7 +730,10 @@ bool oneDnnGemm(Matrix a, Matrix b, Matrix c, bool accumulate,
   float *cp = reinterpret_cast<float *>(const_cast<char *>(c.base));
   const OneDnn &lib = oneDnn;
   int previous = lib.maxThreads();
-  lib.setThreads(threadsOfCall());
+  // One GEMM of a batch loop may be small where the whole contraction is
+  // not: waking OpenMP's (passive) workers for it costs more than it saves.
+  double flops = 2.0 * double(c.rows) * double(c.cols) * double(a.cols);
+  lib.setThreads(flops < kParallelFlops ? 1 : threadsOfCall());
   int status =
       a.type == F32
           ? lib.sgemm(fa, fb, c.rows, c.cols, a.cols, 1.0f,
@@ -904,10 +899,6 @@ template <typename T> bool runBatched(const Contraction &op) {
                    reinterpret_cast<double *>(const_cast<char *>(c.base)),
                    blasint(leadingDim(c, true, false)), blasint(bd.stride[2]),
                    blasint(bd.size));
-  if (flushing())
-    for (int64_t i = 0; i < bd.size; ++i)
-      flushSubnormals<T>(Matrix{c.base + i * bd.stride[2] * es, c.type, c.rows,
-                                c.cols, c.rowStride, c.colStride});
   return true;
 }
 
@@ -948,8 +939,6 @@ template <typename T> void contract(Contraction op) {
   run<T>(op);
 }
 
-/// Below this many flops a contraction runs on one thread.
-constexpr double kParallelFlops = 4.0e6;
 /// ... unless it reads at least this many bytes (a large mat-vec is bound by
 /// memory bandwidth, which a second core adds to).
 constexpr double kParallelBytes = 1.0e6;
