@@ -159,6 +159,43 @@ def _inserted(extract):
     return None
 
 
+def _step(op, through_integers: bool):
+    """The address ``op`` computes its result from, or None: the base of a
+    ``getelementptr``, what an ``extractvalue`` reads, and (when
+    ``through_integers``) the pointer an ``inttoptr`` aligns."""
+    if op.name == "llvm.getelementptr":
+        return op.operands[0]
+    if op.name == "llvm.extractvalue":
+        return _inserted(op)
+    if op.name == "llvm.inttoptr" and through_integers:
+        return _pointer_of_integer(op.operands[0])
+    return None
+
+
+def _walk(value, memo: dict, stop, through_integers: bool):
+    """Follows ``value`` back (:func:`_step`) until ``stop(op, value)`` says
+    what it is (not None; ``op`` is None for a block argument); None when
+    the chain ends first. Every op passed is memoized with the answer, so
+    walking all of a function's addresses is linear."""
+    chain = []
+    found = None
+    for _ in range(_DEPTH):
+        op = defining_op(value)
+        if op is not None and op in memo:
+            found = memo[op]
+            break
+        found = stop(op, value)
+        if found is not None or op is None:
+            break
+        chain.append(op)
+        value = _step(op, through_integers)
+        if value is None:
+            break
+    for op in chain:
+        memo[op] = found
+    return found
+
+
 class _Tracer:
     """Follows an address back to the view it is computed from."""
 
@@ -167,30 +204,7 @@ class _Tracer:
         self.memo: dict = {}
 
     def view_of(self, value):
-        chain = []
-        found = None
-        for _ in range(_DEPTH):
-            op = defining_op(value)
-            if op is None:
-                break
-            if op in self.views:
-                found = op
-                break
-            if op in self.memo:
-                found = self.memo[op]
-                break
-            chain.append(op)
-            if op.name == "llvm.getelementptr":
-                value = op.operands[0]
-            elif op.name == "llvm.extractvalue":
-                value = _inserted(op)
-                if value is None:
-                    break
-            else:
-                break
-        for op in chain:
-            self.memo[op] = found
-        return found
+        return _walk(value, self.memo, lambda op, _: op if op in self.views else None, False)
 
 
 def _metadata(slices: dict, limit: int, names) -> dict:
@@ -234,36 +248,16 @@ class _Origins:
         self.entry = func.regions[0].blocks[0]
         self.memo: dict = {}
 
+    def _stop(self, op, value):
+        if op is None:
+            return "argument" if value.owner == self.entry else None
+        if op.name == "llvm.call" and "callee" in op.attributes and \
+                ir.FlatSymbolRefAttr(op.attributes["callee"]).value in _ALLOCATORS:
+            return "fresh"
+        return None
+
     def of(self, value):
-        chain = []
-        found = None
-        for _ in range(_DEPTH):
-            op = defining_op(value)
-            if op is None:
-                found = "argument" if value.owner == self.entry else None
-                break
-            if op in self.memo:
-                found = self.memo[op]
-                break
-            chain.append(op)
-            if op.name == "llvm.getelementptr":
-                value = op.operands[0]
-            elif op.name == "llvm.extractvalue":
-                value = _inserted(op)
-            elif op.name == "llvm.inttoptr":
-                value = _pointer_of_integer(op.operands[0])
-            elif op.name == "llvm.call":
-                callee = op.attributes["callee"] if "callee" in op.attributes else None
-                found = "fresh" if callee is not None and \
-                    ir.FlatSymbolRefAttr(callee).value in _ALLOCATORS else None
-                break
-            else:
-                value = None
-            if value is None:
-                break
-        for op in chain:
-            self.memo[op] = found
-        return found
+        return _walk(value, self.memo, self._stop, True)
 
 
 def _pointer_of_integer(value):
