@@ -48,12 +48,17 @@ example: setup
 lit: setup
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/lit -sv lit_tests
 
+# pytest runs on every core (pytest-xdist; `make test PYTEST_WORKERS=0` runs
+# it in one process): the tests are independent processes' worth of
+# compiles, and the suite takes half the time on two cores.
+PYTEST_WORKERS ?= auto
+
 pytest: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) tests
 
 test: setup
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/lit -sv lit_tests
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) tests
 
 $(STUB): $(BUILD_STAMP)
 	$(PY) -m nanobind.stubgen -q -m tdf._tdf -o $@
