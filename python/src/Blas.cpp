@@ -107,9 +107,12 @@ std::mutex libraryLock;
 Library library;
 std::atomic<bool> libraryReady{false};
 
-/// Below this many flops a contraction (or one GEMM of it) runs on one
-/// thread.
+/// Below this many flops a contraction (or one library call of it) runs on
+/// one thread ...
 constexpr double kParallelFlops = 4.0e6;
+/// ... unless it reads at least this many bytes (a large mat-vec is bound by
+/// memory bandwidth, which a second core adds to).
+constexpr double kParallelBytes = 1.0e6;
 
 /// MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) bits.
 constexpr unsigned kFlushDenormals = 0x8040;
@@ -228,22 +231,28 @@ std::string loadOneDnn(const std::string &path) {
   return "";
 }
 
-/// This call's thread count: its own, else the BLAS's.
-int threadsOfCall() {
-  if (callThreads > 0)
-    return callThreads;
-  return library.getThreads ? library.getThreads() : 1;
+/// Threads of one library call of `batch` products of M x K by K x N (of
+/// `esize`-byte elements): one when it is small (a GEMM of a batch loop
+/// may be small where the whole contraction is not; waking the library's
+/// threads costs more than the work), else this contraction's count (0:
+/// the library's own).
+int callThreadsFor(int64_t m, int64_t n, int64_t k, int64_t batch,
+                   int64_t esize) {
+  double b = double(batch), flops = 2.0 * b * double(m) * double(n) * double(k);
+  double bytes =
+      b * double(esize) * (double(m) * k + double(k) * n + double(m) * n);
+  return flops < kParallelFlops && bytes < kParallelBytes ? 1 : callThreads;
 }
 
-/// OpenBLAS's thread count set to this call's for the guard's lifetime (a
-/// thread-local setting in the library: concurrent calls do not race).
-/// Set only around OpenBLAS's own calls: setting it wakes its workers, which
-/// would then spin against oneDNN's for the cores.
+/// OpenBLAS's thread count set to `threads` (0: left alone) for the guard's
+/// lifetime (a thread-local setting in the library: concurrent calls do not
+/// race). Set only around OpenBLAS's own calls: setting it wakes its
+/// workers, which would then spin against oneDNN's for the cores.
 struct BlasThreads {
   int previous = -1;
-  BlasThreads() {
-    if (callThreads > 0 && library.setThreadsLocal)
-      previous = library.setThreadsLocal(callThreads);
+  explicit BlasThreads(int threads) {
+    if (threads > 0 && library.setThreadsLocal)
+      previous = library.setThreadsLocal(threads);
   }
   ~BlasThreads() {
     if (previous >= 0)
@@ -429,12 +438,12 @@ void byteRange(const char *base, int operand, int64_t esize, const Dim *dims,
 template <typename T>
 void gemm(const Matrix &a, const Matrix &b, Matrix c, bool accumulate) {
   const Library &lib = library;
-  BlasThreads threads;
   T beta = accumulate ? T(1) : T(0);
   T *cp = const_cast<T *>(reinterpret_cast<const T *>(c.base));
   const T *ap = reinterpret_cast<const T *>(a.base);
   const T *bp = reinterpret_cast<const T *>(b.base);
   int64_t m = c.rows, n = c.cols, k = a.cols;
+  BlasThreads threads(callThreadsFor(m, n, k, 1, sizeof(T)));
   if (n == 1 || m == 1) {
     // gemv: y = Mat * x, Mat = A (n == 1) or B^T (m == 1).
     Matrix mat =
@@ -730,10 +739,10 @@ bool oneDnnGemm(Matrix a, Matrix b, Matrix c, bool accumulate,
   float *cp = reinterpret_cast<float *>(const_cast<char *>(c.base));
   const OneDnn &lib = oneDnn;
   int previous = lib.maxThreads();
-  // One GEMM of a batch loop may be small where the whole contraction is
-  // not: waking OpenMP's (passive) workers for it costs more than it saves.
-  double flops = 2.0 * double(c.rows) * double(c.cols) * double(a.cols);
-  lib.setThreads(flops < kParallelFlops ? 1 : threadsOfCall());
+  int threads = callThreadsFor(c.rows, c.cols, a.cols, 1, elementBytes(a.type));
+  if (threads == 0)
+    threads = library.getThreads ? library.getThreads() : 1;
+  lib.setThreads(threads);
   int status =
       a.type == F32
           ? lib.sgemm(fa, fb, c.rows, c.cols, a.cols, 1.0f,
@@ -878,7 +887,8 @@ template <typename T> bool runBatched(const Contraction &op) {
   if (lda < 0 || ldb < 0)
     return false;
   T beta = op.accumulate ? T(1) : T(0);
-  BlasThreads threads;
+  BlasThreads threads(
+      callThreadsFor(c.rows, c.cols, a.cols, bd.size, sizeof(T)));
   if (std::is_same<T, float>::value)
     lib.sgemmBatch(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans,
                    blasint(c.rows), blasint(c.cols), blasint(a.cols), 1.0f,
@@ -939,28 +949,6 @@ template <typename T> void contract(Contraction op) {
   run<T>(op);
 }
 
-/// ... unless it reads at least this many bytes (a large mat-vec is bound by
-/// memory bandwidth, which a second core adds to).
-constexpr double kParallelBytes = 1.0e6;
-
-/// Bytes of the three operands (each over the dimensions it has).
-double operandBytes(const Contraction &op) {
-  // Operands that carry each kind: batch A B C, M A C, N B C, K A B.
-  static const bool has[4][3] = {{true, true, true},
-                                 {true, false, true},
-                                 {false, true, true},
-                                 {true, true, false}};
-  double total = 0;
-  for (int o = 0; o < 3; ++o) {
-    double elements = 1;
-    for (int i = 0; i < op.rank; ++i)
-      if (has[op.dims[i].kind][o])
-        elements *= double(op.dims[i].size);
-    total += elements * double(elementBytes(op.type[o]));
-  }
-  return total;
-}
-
 void runContraction(const Contraction &op) {
   if (op.type[2] == F64)
     contract<double>(op);
@@ -1006,17 +994,9 @@ extern "C" void tdf_rt_contract(int64_t flags, int64_t a, int64_t aOffset,
   for (int o = 0; o < 3; ++o)
     op.base[o] = reinterpret_cast<const char *>(pointers[o]) +
                  offsets[o] * elementBytes(op.type[o]);
-  // Threads of this call: the program's count, or the process's; one thread
-  // for a small contraction, where waking the library's threads costs more
-  // than the work (and, with every core busy, a scheduler time slice); a
-  // large mat-vec keeps them (it is bound by memory bandwidth).
-  int threads = int((flags >> 32) & 0xffff);
-  double work = 2.0;
-  for (int i = 0; i < op.rank; ++i)
-    work *= double(op.dims[i].size);
-  if (work < kParallelFlops && operandBytes(op) < kParallelBytes)
-    threads = 1;
-  callThreads = threads;
+  // Threads of this call: the program's count, or (0) the process's; each
+  // library call takes one thread when it is small (callThreadsFor).
+  callThreads = int((flags >> 32) & 0xffff);
   runContraction(op);
 }
 
