@@ -26,6 +26,7 @@ run with the same count.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sysconfig
@@ -89,14 +90,22 @@ def _load_onednn() -> None:
     if path is None:
         _STATE["onednn_error"] = "onednn-cpu-gomp is not installed"
         return
-    name, value = _OMP_WAIT_ENV
+    try:
+        with _env_default(*_OMP_WAIT_ENV):
+            _tdf.onednn_load(path)
+    except RuntimeError as err:
+        _STATE["onednn_error"] = str(err)
+
+
+@contextlib.contextmanager
+def _env_default(name: str, value: str):
+    """Environment variable ``name`` set to ``value`` for the block (a
+    library's constructor reads it as it loads), unless the user set it."""
     user_set = name in os.environ
     if not user_set:
         os.environ[name] = value
     try:
-        _tdf.onednn_load(path)
-    except RuntimeError as err:
-        _STATE["onednn_error"] = str(err)
+        yield
     finally:
         if not user_set:
             del os.environ[name]
@@ -126,18 +135,12 @@ def _load() -> bool:
         if path is None:
             _STATE["error"] = "scipy-openblas32 is not installed"
             return False
-        name, value = _THREAD_TIMEOUT_ENV
-        user_set = name in os.environ
-        if not user_set:
-            os.environ[name] = value  # read by the library's constructor, at load
         try:
-            _tdf.blas_load(path, _PREFIX)
+            with _env_default(*_THREAD_TIMEOUT_ENV):
+                _tdf.blas_load(path, _PREFIX)
         except RuntimeError as err:
             _STATE["error"] = str(err)
             return False
-        finally:
-            if not user_set:
-                del os.environ[name]
         threads = env_threads()
         if threads is not None:
             _tdf.blas_set_threads(threads)
