@@ -34,7 +34,6 @@ from . import (  # noqa: F401
     gpu_device_memory,
     inline_kernels,
     insert_inplace,
-    outline_loop_nests,
     parallelize,
     pipelines,
     plan_memory,

@@ -214,8 +214,7 @@ ASYNC_TASKS = [
 
 
 def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True,
-                  blas: bool = False, threads: int = 0, parallel: bool = False,
-                  outline: bool = False) -> list[str]:
+                  blas: bool = False, threads: int = 0, parallel: bool = False) -> list[str]:
     """The LLVM lowering after ``tdf-bufferize`` (:data:`LOWER_TO_LLVM`);
     ``count_allocations`` lowers allocations to the generic
     ``_mlir_memref_to_llvm_*`` functions so that a runtime can count them
@@ -227,13 +226,8 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     route (``tdf-contractions-to-blas{threads}``, before the loops).
     ``parallel`` cuts large loop nests into ``threads`` chunks run as tasks
     of the async runtime (``tdf-parallelize``, :data:`ASYNC_TASKS`, before
-    ``convert-linalg-to-loops``; ``threads`` must then be at least 2).
-    ``outline`` first cuts large functions into calls of small ones
-    (``tdf-outline-loop-nests``: LLVM's loop passes cost grows faster than
-    the function)."""
+    ``convert-linalg-to-loops``; ``threads`` must then be at least 2)."""
     passes = list(LOWER_TO_LLVM)
-    if outline:
-        passes.insert(1, "tdf-outline-loop-nests")
     if parallel:
         at = passes.index("convert-linalg-to-loops")
         passes[at:at] = [f"tdf-parallelize{{threads={threads}}}", *ASYNC_TASKS]
@@ -308,8 +302,6 @@ CPU_OPTIONS = [
                "Ops that free a large temporary run as early as they can "
                "(tdf-schedule-for-memory); one arena per call for the temporaries of each "
                "function (tdf-plan-memory)"),
-    PassOption("outline-loop-nests", bool, False,
-               "Large functions as calls to small ones before LLVM (tdf-outline-loop-nests)"),
     PassOption("split-reductions", bool, True,
                "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
     PassOption("fuse-kernels", bool, True,
@@ -351,8 +343,7 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
                       f"{'true' if copy_before_write else 'false'} plan-memory={plan}}}"]))
     stages.append(("llvm", (["tdf-alloc-checks"] if values["alloc-checks"] else [])
                    + lower_to_llvm(values["count-allocations"], values["approximate-math"],
-                                   values["blas"], values["threads"], values["parallel"],
-                                   values["outline-loop-nests"])))
+                                   values["blas"], values["threads"], values["parallel"])))
     return stages
 
 
@@ -368,7 +359,7 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     (matmuls tiled and vectorized, math approximated) →
     affine/scf/cf/vector/memref/arith/math/index/func → LLVM →
     ``reconcile-unrealized-casts``. The result is an LLVM-dialect module for
-    ``mlir.execution_engine.ExecutionEngine``.
+    tdf's code generator (``tdf.objects``).
 
     Options: ``inplace`` (default true): run ``tdf-insert-inplace`` first;
     ``strict`` (default false): run ``tdf-verify-inplace{strict=true}``

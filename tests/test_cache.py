@@ -379,13 +379,13 @@ def test_an_object_the_loader_refuses_is_recompiled(cache_dir):
     lower(jnp.cos, x).compile()
     (path,) = stored(cache_dir)
     record = cache._unpack(path.read_bytes(), path.stem)
-    obj = bytearray(record["object"])
+    obj = bytearray(record["objects"][0])
     obj[18:20] = (183).to_bytes(2, "little")  # ELF e_machine: AArch64
-    record["object"] = bytes(obj)
+    record["objects"][0] = bytes(obj)
     path.write_bytes(cache._pack(record))
     prog = lower(jnp.cos, x).compile()
     assert prog.report().cache.startswith(
-        "miss: compiled, stored (the entry could not be loaded: cannot load the cached object: ")
+        "miss: compiled, stored (the entry could not be loaded: cannot link the object: ")
     np.testing.assert_allclose(prog.main(x), np.asarray(jax.jit(jnp.cos)(x)), rtol=1e-6)
     assert lower(jnp.cos, x).compile().report().from_cache
 

@@ -15,8 +15,8 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 """
 
-STAGES = ("parse", "inplace", "bufferize", "lower to LLVM dialect",
-          "LLVM translation, optimisation and JIT", "Total")
+STAGES = ("parse", "inplace", "bufferize", "lower to LLVM dialect", "LLVM translation",
+          "LLVM optimisation", "LLVM code generation", "link", "Total")
 
 
 def test_timing_keyword_prints_each_stage(capsys, monkeypatch):

@@ -114,17 +114,39 @@ int optParse(MlirContext registryContext, const std::vector<std::string> &args,
 /// the exit code.
 int optRun(const OptContextFactory &factory);
 
+/// Seconds spent in each step of compileObject.
+struct ObjectCompileTimes {
+  double translate = 0;    // to LLVM IR, parts, packed wrappers, partitions
+  double optimize = 0;     // LLVM's default pipeline for the level
+  double codegen = 0;      // the host's code generator
+  unsigned parts = 0;      // functions cut out of large ones
+  unsigned partitions = 0; // objects compiled (one thread each)
+};
+
+/// Compiles the LLVM-dialect module `module` into relocatable objects for
+/// the host (ObjectCompiler.cpp): LLVM IR with a packed wrapper
+/// `_mlir_<f>(void **)` per external function, functions of many loops cut
+/// into parts of about `partLoops` loops (0: never), the functions spread
+/// over up to `threads` partitions compiled in parallel, each through
+/// LLVM's default pipeline and code generator at `optLevel` (0-3): one
+/// object per partition, to be linked together. Call without the GIL;
+/// nothing else may use the module's context meanwhile. Returns false with
+/// `error`.
+bool compileObject(MlirOperation module, unsigned optLevel, unsigned partLoops,
+                   unsigned threads, std::vector<std::string> &objects,
+                   ObjectCompileTimes &times, std::string &error);
+
 /// Object code linked into the process by loadObject (ObjectLoader.cpp).
 struct LoadedObject;
 
-/// Links `object` (a relocatable object the MLIR ExecutionEngine compiled)
-/// into the process: `symbols` are defined at the given addresses, the
-/// other undefined symbols resolve in `libraries` and then in the process.
-/// On success returns the loaded code (alive until releaseObject) and the
-/// address of each name of `lookups` in `addresses`; on failure returns null
-/// and sets `error`. Never aborts on a bad object.
+/// Links `objects` (the relocatable objects of one program, which may refer
+/// to each other's symbols) into the process: `symbols` are defined at the
+/// given addresses, the other undefined symbols resolve in `libraries` and then
+/// in the process. On success returns the loaded code (alive until
+/// releaseObject) and the address of each name of `lookups` in `addresses`; on
+/// failure returns null and sets `error`. Never aborts on a bad object.
 LoadedObject *
-loadObject(const std::string &object,
+loadObject(const std::vector<std::string> &objects,
            const std::vector<std::pair<std::string, uint64_t>> &symbols,
            const std::vector<std::string> &libraries,
            const std::vector<std::string> &lookups,

@@ -1,10 +1,9 @@
-//===- ObjectLoader.cpp - run cached object code --------------------------===//
+//===- ObjectLoader.cpp - link a program's object code --------------------===//
 //
-// The loader of tdf's compilation cache (python/tdf/cache.py): it links a
-// relocatable object that an MLIR ExecutionEngine compiled earlier (what
-// `ExecutionEngine.dump_to_object_file` writes) into this process and returns
-// the addresses of its entry points, without LLVM's optimizer or code
-// generator.
+// tdf's CPU loader (python/tdf/objects.py): it links the relocatable objects
+// of one program -- just compiled by ObjectCompiler.cpp, or read from the
+// compilation cache (python/tdf/cache.py) -- into this process and returns
+// the addresses of its entry points.
 //
 // It links the object the way the ExecutionEngine links the object it
 // compiles: an ORC ExecutionSession (materialization on the calling thread)
@@ -30,6 +29,7 @@
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -192,14 +192,20 @@ private:
 } // namespace
 
 LoadedObject *
-loadObject(const std::string &bytes,
+loadObject(const std::vector<std::string> &objects,
            const std::vector<std::pair<std::string, uint64_t>> &symbols,
            const std::vector<std::string> &libraries,
            const std::vector<std::string> &lookups,
            std::vector<uint64_t> &addresses, std::string &error) {
-  error = checkObject(bytes);
-  if (!error.empty())
+  if (objects.empty()) {
+    error = "no object";
     return nullptr;
+  }
+  for (const std::string &bytes : objects) {
+    error = checkObject(bytes);
+    if (!error.empty())
+      return nullptr;
+  }
 
   Expected<std::unique_ptr<SelfExecutorProcessControl>> control =
       SelfExecutorProcessControl::Create(
@@ -222,14 +228,37 @@ loadObject(const std::string &bytes,
       session, [](const MemoryBuffer &) {
         return std::make_unique<SectionMemoryManager>();
       });
-  JITDylib &dylib = session.createBareJITDylib("tdf-cached-program");
+  JITDylib &dylib = session.createBareJITDylib("tdf-program");
 
   // The tdf runtime, allocation counter and async runtime: absolute symbols
-  // (they take precedence over the generators below).
+  // (they take precedence over the generators below). Then what the init
+  // hooks of MLIR's runtime libraries give (`__mlir_execution_engine_init`,
+  // as the ExecutionEngine calls them), unless defined already. Their
+  // destroy hooks are not called: the libraries stay loaded, and their state
+  // (the async runtime's default runtime) may serve other programs.
   SymbolMap map;
   for (const auto &[name, address] : symbols)
     map[session.intern(name)] = {ExecutorAddr(address),
                                  JITSymbolFlags::Exported};
+  for (const std::string &path : libraries) {
+    std::string loadError;
+    sys::DynamicLibrary library =
+        sys::DynamicLibrary::getPermanentLibrary(path.c_str(), &loadError);
+    if (!library.isValid())
+      continue; // resolved (and reported) by the generator below
+    auto init = reinterpret_cast<void (*)(StringMap<void *> &)>(
+        library.getAddressOfSymbol("__mlir_execution_engine_init"));
+    if (!init)
+      continue;
+    StringMap<void *> exported;
+    init(exported);
+    for (const auto &entry : exported) {
+      SymbolStringPtr name = session.intern(entry.getKey());
+      if (!map.count(name))
+        map[name] = {ExecutorAddr::fromPtr(entry.getValue()),
+                     JITSymbolFlags::Exported};
+    }
+  }
   if (Error err = dylib.define(absoluteSymbols(std::move(map)))) {
     error = message(std::move(err));
     return nullptr;
@@ -245,11 +274,12 @@ loadObject(const std::string &bytes,
   for (const std::string &path : libraries)
     dylib.addGenerator(std::make_unique<LazyLibraryGenerator>(path));
 
-  if (Error err = loaded->layer->add(
-          dylib, MemoryBuffer::getMemBufferCopy(bytes, "tdf-cached-program"))) {
-    error = message(std::move(err));
-    return nullptr;
-  }
+  for (const std::string &bytes : objects)
+    if (Error err = loaded->layer->add(
+            dylib, MemoryBuffer::getMemBufferCopy(bytes, "tdf-program"))) {
+      error = message(std::move(err));
+      return nullptr;
+    }
   addresses.clear();
   for (const std::string &name : lookups) {
     Expected<ExecutorSymbolDef> symbol = session.lookup({&dylib}, name);

@@ -126,11 +126,13 @@ void registerObjectLoader(nb::module_ &m) {
       "Object code linked by load_object; freed with this object.");
   m.def(
       "load_object",
-      [](nb::bytes object,
+      [](const std::vector<nb::bytes> &objects,
          const std::vector<std::pair<std::string, uint64_t>> &symbols,
          const std::vector<std::string> &libraries,
          const std::vector<std::string> &lookups) {
-        std::string bytes(object.c_str(), object.size());
+        std::vector<std::string> bytes;
+        for (const nb::bytes &object : objects)
+          bytes.emplace_back(object.c_str(), object.size());
         std::vector<uint64_t> addresses;
         std::string error;
         tdfpy::LoadedObject *loaded;
@@ -145,18 +147,54 @@ void registerObjectLoader(nb::module_ &m) {
             if (static_cast<unsigned char>(c) >= 0x80 ||
                 (c < 0x20 && c != '\n'))
               c = '?';
-          throw std::runtime_error("cannot load the cached object: " + error);
+          throw std::runtime_error("cannot link the object: " + error);
         }
         auto *handle = new LoadedObjectHandle(loaded);
         return nb::make_tuple(nb::cast(handle, nb::rv_policy::take_ownership),
                               addresses);
       },
-      nb::arg("object"), nb::arg("symbols"), nb::arg("libraries"),
+      nb::arg("objects"), nb::arg("symbols"), nb::arg("libraries"),
       nb::arg("lookups"),
-      "Links a relocatable object compiled by the MLIR ExecutionEngine into "
+      "Links the relocatable objects of one program (compile_object's) into "
       "the process: `symbols` (name, address) are defined, other symbols "
       "resolve in `libraries` and then the process. Returns (LoadedObject, "
       "[address of each name of `lookups`]); RuntimeError when it cannot.");
+  m.def(
+      "compile_object",
+      [](MlirOperation module, unsigned optLevel, unsigned partLoops,
+         unsigned threads) {
+        if (optLevel > 3)
+          throw nb::value_error("opt_level must be in 0..3");
+        std::vector<std::string> objects;
+        std::string error;
+        tdfpy::ObjectCompileTimes times;
+        bool ok;
+        {
+          nb::gil_scoped_release release;
+          ok = tdfpy::compileObject(module, optLevel, partLoops, threads,
+                                    objects, times, error);
+        }
+        if (!ok)
+          throw std::runtime_error(error);
+        nb::list list;
+        for (const std::string &object : objects)
+          list.append(nb::bytes(object.data(), object.size()));
+        nb::dict stats;
+        stats["translate"] = times.translate;
+        stats["optimize"] = times.optimize;
+        stats["codegen"] = times.codegen;
+        stats["parts"] = times.parts;
+        stats["partitions"] = times.partitions;
+        return nb::make_tuple(list, stats);
+      },
+      nb::arg("module"), nb::arg("opt_level"), nb::arg("part_loops"),
+      nb::arg("threads"),
+      "Compiles an LLVM-dialect module into relocatable objects for the host "
+      "(what load_object links), without the GIL: functions of many loops "
+      "cut into parts of about `part_loops` loops, the functions spread over "
+      "up to `threads` objects compiled in parallel. Returns ([object "
+      "bytes], {translate, optimize, codegen: seconds, parts, partitions}); "
+      "RuntimeError when it cannot.");
   m.def("host_cpu", &tdfpy::hostCPU,
         "The process triple, host CPU name and sorted CPU features, as "
         "LLVM's code generator sees them.");

@@ -1,11 +1,11 @@
 """The persistent compilation cache of ``tdf.compile`` (CPU target).
 
-A compiled CPU program is stored on disk as the object code the LLVM JIT
-produced plus what the :class:`tdf.compiler.Program` exposes (entry
+A compiled CPU program is stored on disk as the object code
+:func:`tdf.objects.compile_module` produced plus what the :class:`tdf.compiler.Program` exposes (entry
 signatures, :meth:`~tdf.compiler.Program.report`, ``llvm_ir``,
 ``buffer_ir``, the run-time check sites); a later ``tdf.compile`` of the same
-program, in any process, links that object (``tdf._tdf.load_object``,
-``python/src/ObjectLoader.cpp``) instead of running the pipeline and LLVM.
+program, in any process, links that object (:func:`tdf.objects.link`, as a
+fresh compile does) instead of running the pipeline and LLVM.
 JAX's compilation cache and Triton's cache are the models.
 
 **Where.** On by default in the user's cache directory
@@ -46,7 +46,6 @@ makes a compile fail: an unwritable directory only means nothing is stored.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import hashlib
 import io
@@ -407,15 +406,15 @@ class Request:
 
     # -- miss -------------------------------------------------------------
 
-    def store(self, program, engine, sites: list, jit_libs: list) -> None:
-        """Writes the entry of ``program`` (just compiled by ``engine``, with
-        the run-time check ``sites``); :attr:`status` says whether it was
-        stored, or why not."""
+    def store(self, program, objects: list, sites: list) -> None:
+        """Writes the entry of ``program`` (just compiled into ``objects``,
+        with the run-time check ``sites``); :attr:`status` says whether it
+        was stored, or why not."""
         record = None
+        reason = "no object code"
         try:
-            reason = _unstorable(jit_libs)
-            if not reason:
-                record = self._record(program, engine, sites)
+            if objects:
+                record = self._record(program, objects, sites)
         except OSError as err:
             reason = err.strerror or str(err)
         except (TypeError, ValueError) as err:
@@ -439,11 +438,11 @@ class Request:
     def _set_status(self, status: str) -> None:
         self.status = f"miss: compiled, {status}" + (f" ({self.status})" if self.status else "")
 
-    def _record(self, program, engine, sites: list) -> dict:
+    def _record(self, program, objects: list, sites: list) -> dict:
         functions = program.functions
         return {
             "key": self.key,
-            "object": _object_code(engine, self.folder),
+            "objects": [bytes(data) for data in objects],
             "entries": [(name, [_spec_data(s) for s in fn.params],
                          [_spec_data(s) for s in fn.results], list(map(int, fn.returned_args)))
                         for name, fn in functions.items()],
@@ -466,68 +465,21 @@ class Request:
             raise
 
 
-def _unstorable(jit_libs: list) -> str:
-    """Why a program linked against ``jit_libs`` cannot be cached ('' when
-    it can): a library with MLIR's execution-engine init hooks gives the
-    ExecutionEngine symbols that the cache's loader would not."""
-    import ctypes
-    for path in jit_libs:
-        lib = ctypes.CDLL(path)
-        if hasattr(lib, "__mlir_execution_engine_init") and \
-                hasattr(lib, "__mlir_execution_engine_destroy"):
-            return f"{os.path.basename(path)} registers symbols through " \
-                   f"__mlir_execution_engine_init"
-    return ""
-
-
-def _object_code(engine, folder: str) -> bytes:
-    """The object the ExecutionEngine compiled (it keeps a copy)."""
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".o", dir=folder)
-    os.close(fd)
-    try:
-        engine.dump_to_object_file(tmp)
-        with open(tmp, "rb") as f:
-            data = f.read()
-    finally:
-        _remove(tmp)
-    if not data:
-        raise ValueError("the JIT kept no object code")
-    return data
-
-
-class _Symbols:
-    """Stands in for an ExecutionEngine to collect what the compiler's
-    registration functions define in one (``raw_register_runtime``)."""
-
-    def __init__(self):
-        self.symbols: dict[str, int] = {}
-
-    def raw_register_runtime(self, name: str, address) -> None:
-        self.symbols[name] = ctypes.cast(address, ctypes.c_void_p).value or 0
-
-
 def _program(record: dict, options: dict, shared_libs: list):
     """A :class:`tdf.compiler.Program` from an entry: the object linked with
     the symbols the compiler registers in an ExecutionEngine (the runtime,
     the async runtime, this program's own allocation counter), the rest as
     the compiler builds it."""
-    from . import _tdf, jit_symbols
+    from . import jit_symbols
+    from . import objects as _objects
     from .compiler import Program
-    from .runtime import AllocationCounter, EntryFunction, register_runtime_symbols
+    from .runtime import AllocationCounter, EntryFunction
 
     counter = AllocationCounter() if options["count_allocations"] else None
-    sink = _Symbols()
-    register_runtime_symbols(sink)
-    if options["parallel"]:
-        for name, address in jit_symbols.async_runtime_symbols().items():
-            sink.raw_register_runtime(name, ctypes.c_void_p(address))
-    if counter is not None:
-        counter.register(sink)
     entries = record["entries"]
-    loaded, addresses = _tdf.load_object(record["object"], sorted(sink.symbols.items()),
-                                         jit_symbols.runtime_libs() + shared_libs,
-                                         [f"_mlir__mlir_ciface_{e[0]}" for e in entries])
+    loaded, addresses = _objects.link(record["objects"], [e[0] for e in entries],
+                                      jit_symbols.runtime_libs() + shared_libs,
+                                      options["parallel"], counter)
     report = _decode(record["report"])
     sites = [tuple(site) for site in record["sites"]]
     functions = {}

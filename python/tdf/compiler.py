@@ -17,8 +17,9 @@ run-time checks on), one at a time, recording what each decided
    ``tdf-bufferize`` (donation, One-Shot Bufferize, dropping results that are
    donated arguments, ownership-based deallocation); the copies and
    allocations left are recorded;
-4. ``llvm``: ``tdf-alloc-checks`` and the lowering to LLVM; then the MLIR
-   ``ExecutionEngine`` (with ``shared_libs`` for declaration-only kernels).
+4. ``llvm``: ``tdf-alloc-checks`` and the lowering to LLVM; then tdf's code
+   generator (:mod:`tdf.objects`: host objects, linked with ``shared_libs``
+   for declaration-only kernels).
 
 Public functions with a body and tensor/scalar parameters are the entry
 points; each becomes an attribute of the returned :class:`Program` (see
@@ -43,7 +44,6 @@ time (:meth:`Program.allocation_stats`)::
 
 from __future__ import annotations
 
-import ctypes
 import os
 
 from mlir import ir
@@ -51,6 +51,7 @@ from mlir import ir
 from . import blas as _blas
 from . import cache as _cache
 from . import jit_symbols
+from . import objects as _objects
 from . import report as _report
 from . import timing as _timing
 from .errors import CompileError, PipelineError, StrictModeError
@@ -61,14 +62,12 @@ from .passes._runtime_sites import read_sites
 from .passes.analysis.manager import AnalysisCache, preserved
 from .passes.analysis.one_shot import OneShotAnalysis
 from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sym_name
-from .passes.outline_loop_nests import PART_PREFIX
 from .pipeline import run_pipeline
 from .report import Allocation, Copy, FusedCall, InplaceDecision, Report
 from .runtime import (
     AllocationCounter,
     AllocationStats,
     EntryFunction,
-    register_runtime_symbols,
     signature,
 )
 from .vocabulary import EMIT_C_INTERFACE_ATTR, RUNTIME_FUNCTIONS
@@ -310,16 +309,10 @@ def _mark_c_interfaces(module, entries: dict) -> None:
 
 
 def _keep_calls_in_large_functions(module) -> None:
-    """Calls stay calls (``no_inline``) in functions making many, and to the
-    parts ``tdf-outline-loop-nests`` cut large functions into (LLVM then
-    optimizes each part on its own)."""
+    """Calls stay calls (``no_inline``) in functions making many."""
     for func in module.body.operations:
         if func.operation.name != "llvm.func" or not len(func.regions[0].blocks):
             continue
-        for call in collect_ops(func, "llvm.call", lambda call: "callee" in call.attributes and
-                                ir.FlatSymbolRefAttr(call.attributes["callee"]).value
-                                .startswith(PART_PREFIX)):
-            call.attributes["no_inline"] = ir.UnitAttr.get()
         # The failure calls of run-time checks never return: not inlining candidates.
         calls = collect_ops(func, "llvm.call", lambda call: "callee" not in call.attributes or
                             ir.FlatSymbolRefAttr(call.attributes["callee"]).value
@@ -345,13 +338,12 @@ def _runtime_sites(module, filename: str) -> list[tuple]:
 
 
 def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocations: bool,
-         filename: str, parallel: bool = False):
-    """The ExecutionEngine of the LLVM-dialect ``module`` (runtime symbols
-    and, when counting, the counting allocator registered); returns
-    ``(engine, counter, addresses)`` with the address of each entry's
-    packed C interface."""
-    from mlir.execution_engine import ExecutionEngine
-
+         filename: str, parallel: bool, threads: int, timer):
+    """Machine code of the LLVM-dialect ``module`` linked into the process
+    (the runtime symbols and, when counting, the counting allocator
+    defined); returns ``(code, counter, addresses, object)`` with the
+    address of each entry's packed C interface and the objects
+    (:mod:`tdf.objects`); LLVM runs on up to ``threads`` threads."""
     jit_libs = jit_symbols.runtime_libs() + shared_libs
     async_symbols = jit_symbols.async_runtime_symbols() if parallel else {}
     registered = (jit_symbols.COUNTED_ALLOCATION_SYMBOLS if count_allocations else ()) \
@@ -362,23 +354,14 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
         raise CompileError(f"{filename}: the JIT cannot resolve external function(s) "
                            f"{', '.join(missing)} (not defined by the process or "
                            f"shared_libs)")
-    engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=jit_libs)
-    register_runtime_symbols(engine)
-    for name, address in async_symbols.items():
-        engine.raw_register_runtime(name, ctypes.c_void_p(address))
     counter = AllocationCounter() if count_allocations else None
-    if counter is not None:
-        counter.register(engine)
-    with jit_symbols.capture_jit_errors() as jit_output:
-        engine.initialize()
-        addresses = {name: engine.raw_lookup(f"_mlir_ciface_{name}") for name in entries}
-    for name, address in addresses.items():
-        if not address:
-            unresolved = jit_symbols.missing_from_jit_output("".join(jit_output))
-            cause = (f": symbols not found: {', '.join(unresolved)}" if unresolved else "")
-            raise CompileError(f"@{name}: the JIT could not materialize _mlir_ciface_{name}"
-                               f"{cause}")
-    return engine, counter, addresses
+    try:
+        data, _ = _objects.compile_module(module, opt_level, threads, timer)
+        with timer.stage("link"):
+            code, addresses = _objects.link(data, entries, jit_libs, parallel, counter)
+    except RuntimeError as err:
+        raise CompileError(f"{filename}: {err}") from None
+    return code, counter, dict(zip(entries, addresses)), data
 
 
 # ------------------------------------------------------------------- compile
@@ -513,9 +496,9 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         sites = _runtime_sites(module, filename)
         _keep_calls_in_large_functions(module)
         llvm_ir = str(module)
-        with timer.stage("LLVM translation, optimisation and JIT"):
-            engine, counter, addresses = _jit(module, entries, opt_level, shared_libs,
-                                              count_allocations, filename, parallel)
+        engine, counter, addresses, data = _jit(module, entries, opt_level, shared_libs,
+                                                count_allocations, filename, parallel,
+                                                threads, timer)
     timer.print()
 
     report = Report(inplace, calls_inplace, decisions, copies, allocations, returned,
@@ -529,6 +512,6 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         fn.flush_denormals = flush_denormals
     program = Program(functions, report, engine, llvm_ir, buffer_ir, context, counter, memory)
     if cached is not None:
-        cached.store(program, engine, sites, jit_symbols.runtime_libs() + shared_libs)
+        cached.store(program, data, sites)
     report.cache = cached.status if cached is not None else "off"
     return program

@@ -1,0 +1,78 @@
+"""Object code for the CPU: an LLVM-dialect module compiled into a host
+object (``tdf._tdf.compile_object``, ``python/src/ObjectCompiler.cpp``) and
+the object linked into the process with the runtime's symbols
+(``tdf._tdf.load_object``, ``python/src/ObjectLoader.cpp``).
+
+A fresh compile and a compilation-cache hit link their objects the same way;
+the cache stores the bytes :func:`compile_module` returned. A library with
+MLIR's execution-engine init hook (``__mlir_execution_engine_init``) gives
+its symbols through the hook, as it would to an ``ExecutionEngine``.
+
+``compile_module`` cuts functions of many loops into parts of about
+:data:`PART_LOOPS` loops (``noinline`` private functions, LLVM's
+CodeExtractor) before LLVM's pipeline: several of its loop passes cost time
+in proportion to the loops times the size of the function they are in
+(IndVarSimplify's guard search climbs every earlier loop; the loop
+vectorizer of an assertions build, like the pinned wheel's, verifies the
+whole function after each loop it vectorizes).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from . import _tdf, jit_symbols
+from .runtime import register_runtime_symbols
+from .timing import CompileTimer
+
+__all__ = ["PART_LOOPS", "compile_module", "link"]
+
+#: Loops per part when a function is cut for LLVM (0: never cut).
+PART_LOOPS = 16
+
+
+class _Symbols:
+    """Stands in for an ExecutionEngine to collect what the compiler's
+    registration functions define in one (``raw_register_runtime``)."""
+
+    def __init__(self):
+        self.symbols: dict[str, int] = {}
+
+    def raw_register_runtime(self, name: str, address) -> None:
+        self.symbols[name] = ctypes.cast(address, ctypes.c_void_p).value or 0
+
+
+def compile_module(module, opt_level: int, threads: int = 1,
+                   timer: CompileTimer | None = None) -> tuple[list[bytes], dict]:
+    """``(objects, stats)``: the host objects of the LLVM-dialect ``module``
+    at ``opt_level``, compiled on up to ``threads`` threads (one object per
+    thread; modules under a few thousand instructions are one object), and
+    ``stats`` (seconds of ``translate``, ``optimize`` and ``codegen``; the
+    ``parts`` cut out of large functions; the ``partitions``). ``timer``
+    receives the three times as stages. ``RuntimeError`` when LLVM cannot
+    compile it."""
+    objects, stats = _tdf.compile_object(module.operation, opt_level, PART_LOOPS,
+                                         max(1, threads))
+    if timer is not None and timer.on:
+        timer.stages += [
+            ("LLVM translation", stats["translate"]),
+            ("LLVM optimisation", stats["optimize"]),
+            ("LLVM code generation", stats["codegen"])]
+    return objects, stats
+
+
+def link(objects: list[bytes], entries, jit_libs: list, parallel: bool, counter=None):
+    """Links the ``objects`` of one program into the process: the tdf runtime, the async
+    runtime when ``parallel``, ``counter``'s allocation functions, then
+    ``jit_libs`` and the process resolve its symbols. Returns
+    ``(loaded, [address of each entry's packed C interface])``;
+    ``RuntimeError`` when it cannot be linked."""
+    sink = _Symbols()
+    register_runtime_symbols(sink)
+    if parallel:
+        for name, address in jit_symbols.async_runtime_symbols().items():
+            sink.raw_register_runtime(name, ctypes.c_void_p(address))
+    if counter is not None:
+        counter.register(sink)
+    return _tdf.load_object(list(objects), sorted(sink.symbols.items()), list(jit_libs),
+                            [f"_mlir__mlir_ciface_{name}" for name in entries])

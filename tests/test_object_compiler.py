@@ -1,0 +1,158 @@
+"""tdf's CPU code generator (``tdf.objects``, ``python/src/ObjectCompiler.cpp``):
+functions of many loops cut into parts and modules split over threads must
+compute what the uncut one-thread build computes and what ``jax.jit``
+computes; small programs are neither cut nor split; a program that needs the
+MLIR ExecutionEngine (a library with its init hooks) still compiles and runs.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tdf
+import tdf.jax
+from tdf import _tdf, jit_symbols
+from tdf import objects as tdf_objects
+
+N = 48
+
+STAGES = {
+    "cumsum0": lambda x: jnp.cumsum(x, axis=0) * 0.01,
+    "cumsum1": lambda x: jnp.cumsum(x, axis=1) * 0.01,
+    "center0": lambda x: x - x.mean(axis=0, keepdims=True),
+    "center1": lambda x: x - x.max(axis=1, keepdims=True),
+    "tanh_t": lambda x: jnp.tanh(x.T),
+    "softmax": lambda x: jax.nn.softmax(x, axis=-1),
+    "ramp": lambda x: x * jnp.linspace(-1.0, 1.0, N, dtype=jnp.float32) + 0.5,
+    "reverse": lambda x: x[::-1] * 0.5 + x,
+}
+
+
+def program(names):
+    def f(x):
+        for name in names:
+            x = STAGES[name](x)
+        return x
+    return f
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """The stats of every compile_module call."""
+    stats = []
+    compile_module = tdf_objects.compile_module
+
+    def record(*args, **kwargs):
+        objects, found = compile_module(*args, **kwargs)
+        stats.append(found)
+        return objects, found
+
+    monkeypatch.setattr(tdf_objects, "compile_module", record)
+    return stats
+
+
+def run(names, x, **options):
+    x_before = x.copy()
+    out = np.asarray(tdf.jax.jit(program(names), **options)(x))
+    np.testing.assert_array_equal(x, x_before)  # not donated: unchanged
+    return out
+
+
+def check_against_uncut(names, x, recorded, monkeypatch):
+    cut = run(names, x, num_threads=2)
+    stats = recorded[-1]
+    monkeypatch.setattr(tdf_objects, "PART_LOOPS", 0)
+    whole = run(names, x, num_threads=1)
+    assert recorded[-1]["parts"] == 0 and recorded[-1]["partitions"] == 1
+    expected = np.asarray(jax.jit(program(names))(x))
+    np.testing.assert_allclose(cut, whole, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cut, expected, rtol=1e-4, atol=1e-5)
+    return stats
+
+
+def test_large_program_is_cut_and_split_and_computes_the_same(recorded, monkeypatch):
+    names = [name for _ in range(10) for name in STAGES]
+    x = np.random.default_rng(0).standard_normal((N, N)).astype(np.float32)
+    stats = check_against_uncut(names, x, recorded, monkeypatch)
+    assert stats["parts"] > 0
+    assert stats["partitions"] == 2
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(st.sampled_from(sorted(STAGES)), min_size=30, max_size=60),
+       seed=st.integers(0, 2**16))
+def test_random_programs_cut_or_not_agree(names, seed, recorded, monkeypatch):
+    monkeypatch.setattr(tdf_objects, "PART_LOOPS", tdf_objects.PART_LOOPS)
+    x = np.random.default_rng(seed).standard_normal((N, N)).astype(np.float32)
+    check_against_uncut(names, x, recorded, monkeypatch)
+
+
+def test_negative_small_program_is_neither_cut_nor_split(recorded):
+    x = np.random.default_rng(1).standard_normal((N, N)).astype(np.float32)
+    out = run(["cumsum0", "softmax", "ramp"], x, num_threads=2)
+    assert recorded[-1]["parts"] == 0 and recorded[-1]["partitions"] == 1
+    f = program(["cumsum0", "softmax", "ramp"])
+    np.testing.assert_allclose(out, np.asarray(jax.jit(f)(x)), rtol=1e-5, atol=1e-6)
+
+
+def test_split_program_round_trips_through_the_cache(tmp_path, monkeypatch, recorded):
+    monkeypatch.setenv("TDF_CACHE_DIR", str(tmp_path))
+    names = [name for _ in range(10) for name in STAGES]
+    x = np.random.default_rng(2).standard_normal((N, N)).astype(np.float32)
+    f = program(names)
+
+    def compiled():  # one call site: the same program text (locations) each time
+        return tdf.jax.jit(f, num_threads=2).lower(x).compile()
+
+    first = compiled()
+    assert recorded[-1]["partitions"] == 2
+    assert first.report().cache == "miss: compiled, stored"
+    again = compiled()
+    assert again.report().from_cache and len(recorded) == 1
+    np.testing.assert_array_equal(np.asarray(again.main(x)), np.asarray(first.main(x)))
+    np.testing.assert_allclose(np.asarray(again.main(x)), np.asarray(jax.jit(f)(x)),
+                               rtol=1e-4, atol=1e-5)
+
+
+ADD = """
+func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %y = linalg.add ins(%x, %x : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+"""
+
+
+def test_library_with_engine_init_hooks_gives_its_symbols(tmp_path, monkeypatch):
+    """libmlir_async_runtime.so registers its functions through
+    ``__mlir_execution_engine_init``; passed as a shared library (it once
+    aborted the process: the engine defined them twice), the program links,
+    runs, is cached and loads from the cache."""
+    library = jit_symbols.mlir_lib("libmlir_async_runtime.so")
+    if library is None:
+        pytest.skip("the MLIR wheel has no libmlir_async_runtime.so")
+    monkeypatch.setenv("TDF_CACHE_DIR", str(tmp_path))
+    x = np.arange(8, dtype=np.float32)
+    for threads, cache in ((2, "miss: compiled, stored"), (2, "hit: loaded, not compiled"),
+                           (1, "miss: compiled, stored")):
+        prog = tdf.compile(ADD, shared_libs=[library], num_threads=threads)
+        np.testing.assert_array_equal(prog.main(x), x + x)
+        assert prog.report().cache == cache
+
+
+def test_compile_object_rejects_a_bad_level():
+    from mlir import ir
+
+    from tdf.context import Context
+    with Context():
+        module = ir.Module.parse("llvm.func @f() { llvm.return }")
+        with pytest.raises(ValueError, match="opt_level"):
+            _tdf.compile_object(module.operation, 4, 16, 1)
+        objects, stats = _tdf.compile_object(module.operation, 2, 16, 1)
+        assert len(objects) == 1 and objects[0][:4] == b"\x7fELF"
+        assert stats["parts"] == 0 and stats["partitions"] == 1
