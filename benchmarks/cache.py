@@ -12,6 +12,9 @@ numpy and tdf imported, the arguments built as numpy arrays), to the result
   lowers, compiles with XLA and runs (JAX's own persistent cache is off);
 - ``tdf_cold``: ``tdf.jax.jit`` with the cache off (``TDF_CACHE_DIR=``):
   trace, translation, the whole tdf pipeline, LLVM and the run;
+- ``tdf_tiered``: the same with tiered compilation (``TDF_TIERED=1``,
+  ``tdf.tiers``): the first call runs LLVM's ``-O0`` code while the
+  optimizing compile runs in the background;
 - ``tdf_warm``: ``tdf.jax.jit`` with a cache that a previous process filled
   (``TDF_CACHE_DIR=<tmp>``): trace, translation, the cache lookup and the
   object loaded instead of the pipeline and LLVM, and the run.
@@ -196,7 +199,8 @@ def snapshot(folder: str) -> str:
 
 
 def _run(name, variant, tiny, cache_dir, frozen=""):
-    env = dict(os.environ, TDF_CACHE_DIR=cache_dir, JAX_ENABLE_COMPILATION_CACHE="false")
+    env = dict(os.environ, TDF_CACHE_DIR=cache_dir, JAX_ENABLE_COMPILATION_CACHE="false",
+               TDF_TIERED="1" if variant == "tdf_tiered" else "0")
     code = _CHILD.format(here=HERE, name=name, variant=variant, tiny=tiny, snapshot=frozen)
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=900)
@@ -209,30 +213,33 @@ def bench(name, reps, tiny, frozen=""):
     """Medians of ``reps`` fresh-process first calls of each variant."""
     folder = tempfile.mkdtemp(prefix="tdf-bench-cache-")
     try:
-        seconds = {"jax_cold": [], "tdf_cold": [], "tdf_warm": []}
+        seconds = {"jax_cold": [], "tdf_cold": [], "tdf_tiered": [], "tdf_warm": []}
         warm_stages = []
         row = {"workload": name}
         first = _run(name, "tdf_fill", tiny, folder, frozen)  # fills the cache
         assert first["cache"].startswith("miss"), first
         for _ in range(reps):
             for variant in seconds:
-                out = _run(name, variant, tiny, "" if variant == "tdf_cold" else folder, frozen)
+                cold = variant in ("tdf_cold", "tdf_tiered")
+                out = _run(name, variant, tiny, "" if cold else folder, frozen)
                 if variant == "tdf_warm":
                     assert out["cache"].startswith("hit") and not out["translated"], out
                     warm_stages.append(out["stages"])
-                if variant == "tdf_cold":
+                if cold:
                     assert out["cache"] == "off", out
                 seconds[variant].append(out["seconds"])
         row["seconds"] = {k: statistics.median(v) for k, v in seconds.items()}
         row["samples"] = seconds
         row["warm_over_jax_cold"] = row["seconds"]["tdf_warm"] / row["seconds"]["jax_cold"]
         row["cold_over_jax_cold"] = row["seconds"]["tdf_cold"] / row["seconds"]["jax_cold"]
+        row["tiered_over_jax_cold"] = row["seconds"]["tdf_tiered"] / row["seconds"]["jax_cold"]
         names = sorted({k for st in warm_stages for k in st})
         row["warm_stages"] = {k: statistics.median(st.get(k, 0.0) for st in warm_stages)
                               for k in names}
         s = row["seconds"]
         print(f"{name}: jax.jit cold {s['jax_cold'] * 1e3:.0f} ms, tdf cold "
-              f"{s['tdf_cold'] * 1e3:.0f} ms, tdf warm {s['tdf_warm'] * 1e3:.0f} ms "
+              f"{s['tdf_cold'] * 1e3:.0f} ms, tiered {s['tdf_tiered'] * 1e3:.0f} ms, "
+              f"tdf warm {s['tdf_warm'] * 1e3:.0f} ms "
               f"(warm / jax cold {row['warm_over_jax_cold']:.2f})", flush=True)
         return row
     finally:
@@ -265,11 +272,14 @@ def main(argv=None) -> int:
         json.dump({"rows": rows, "reps": args.reps, "tiny": args.tiny,
                    "load_average": [load_before[0], load_after[0]],
                    "cpus": os.cpu_count()}, f, indent=1)
-    print("| workload | jax.jit cold ms | tdf cold ms | tdf warm-cache ms | warm / jax cold |"
-          "\n|---|---|---|---|---|")
+    print("| workload | jax.jit cold ms | tdf cold ms | cold / jax | tdf tiered ms | "
+          "tiered / jax | tdf warm-cache ms | warm / jax cold |"
+          "\n|---|---|---|---|---|---|---|---|")
     for r in rows:
         s = r["seconds"]
         print(f"| {r['workload']} | {s['jax_cold'] * 1e3:.0f} | {s['tdf_cold'] * 1e3:.0f} | "
+              f"{r['cold_over_jax_cold']:.2f} | {s['tdf_tiered'] * 1e3:.0f} | "
+              f"{r['tiered_over_jax_cold']:.2f} | "
               f"{s['tdf_warm'] * 1e3:.0f} | {r['warm_over_jax_cold']:.2f} |")
     print("\nwarm first call by stage (ms, medians; the rest: argument conversion, the run):\n"
           "| workload | trace | cache key | tdf.compile (hit) | rest |\n|---|---|---|---|---|")

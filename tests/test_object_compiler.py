@@ -43,16 +43,16 @@ def program(names):
 
 @pytest.fixture
 def recorded(monkeypatch):
-    """The stats of every compile_module call."""
+    """The stats of every compile_prepared call."""
     stats = []
-    compile_module = tdf_objects.compile_module
+    compile_prepared = tdf_objects.compile_prepared
 
     def record(*args, **kwargs):
-        objects, found = compile_module(*args, **kwargs)
+        objects, found = compile_prepared(*args, **kwargs)
         stats.append(found)
         return objects, found
 
-    monkeypatch.setattr(tdf_objects, "compile_module", record)
+    monkeypatch.setattr(tdf_objects, "compile_prepared", record)
     return stats
 
 
@@ -151,8 +151,9 @@ def test_compile_object_rejects_a_bad_level():
     from tdf.context import Context
     with Context():
         module = ir.Module.parse("llvm.func @f() { llvm.return }")
+        prepared = _tdf.prepare_module(module.operation, 16, 1)
         with pytest.raises(ValueError, match="opt_level"):
-            _tdf.compile_object(module.operation, 4, 16, 1)
-        objects, stats = _tdf.compile_object(module.operation, 2, 16, 1)
+            _tdf.compile_prepared(prepared, 4)
+        objects, stats = _tdf.compile_prepared(prepared, 2)
         assert len(objects) == 1 and objects[0][:4] == b"\x7fELF"
         assert stats["parts"] == 0 and stats["partitions"] == 1

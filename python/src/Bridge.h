@@ -114,27 +114,39 @@ int optParse(MlirContext registryContext, const std::vector<std::string> &args,
 /// the exit code.
 int optRun(const OptContextFactory &factory);
 
-/// Seconds spent in each step of compileObject.
+/// An LLVM-dialect module made ready for LLVM (prepareModule): the bitcode
+/// of each partition, in no MLIR or LLVM context.
+struct PreparedModule {
+  std::vector<std::string> bitcode;
+  unsigned parts = 0; // functions cut out of large ones
+  double seconds = 0; // the time prepareModule took
+};
+
+/// Seconds spent in each step of compilePrepared.
 struct ObjectCompileTimes {
-  double translate = 0;    // to LLVM IR, parts, packed wrappers, partitions
+  double translate = 0;    // prepareModule's time
   double optimize = 0;     // LLVM's default pipeline for the level
   double codegen = 0;      // the host's code generator
   unsigned parts = 0;      // functions cut out of large ones
   unsigned partitions = 0; // objects compiled (one thread each)
 };
 
-/// Compiles the LLVM-dialect module `module` into relocatable objects for
-/// the host (ObjectCompiler.cpp): LLVM IR with a packed wrapper
+/// Step 1 of tdf's code generator (ObjectCompiler.cpp): the LLVM-dialect
+/// module `module` translated to LLVM IR for the host, with a packed wrapper
 /// `_mlir_<f>(void **)` per external function, functions of many loops cut
-/// into parts of about `partLoops` loops (0: never), the functions spread
-/// over up to `threads` partitions compiled in parallel, each through
-/// LLVM's default pipeline and code generator at `optLevel` (0-3): one
-/// object per partition, to be linked together. Call without the GIL;
-/// nothing else may use the module's context meanwhile. Returns false with
-/// `error`.
-bool compileObject(MlirOperation module, unsigned optLevel, unsigned partLoops,
-                   unsigned threads, std::vector<std::string> &objects,
-                   ObjectCompileTimes &times, std::string &error);
+/// into parts of about `partLoops` loops (0: never), and the functions
+/// spread over up to `threads` partitions. Call without the GIL; nothing
+/// else may use the module's context meanwhile. Returns false with `error`.
+bool prepareModule(MlirOperation module, unsigned partLoops, unsigned threads,
+                   PreparedModule &prepared, std::string &error);
+
+/// Step 2, on any thread (it touches no MLIR): each partition through
+/// LLVM's default pipeline and code generator at `optLevel` (0-3) on a
+/// thread of its own; one object per partition, to be linked together.
+/// Returns false with `error`.
+bool compilePrepared(const PreparedModule &prepared, unsigned optLevel,
+                     std::vector<std::string> &objects,
+                     ObjectCompileTimes &times, std::string &error);
 
 /// Object code linked into the process by loadObject (ObjectLoader.cpp).
 struct LoadedObject;

@@ -254,7 +254,7 @@ size_t instructionCount(const Function &function) {
 /// One partition of a module, compiled on its own thread in its own
 /// LLVMContext (the module is carried over as bitcode).
 struct Partition {
-  std::string bitcode;
+  const std::string *bitcode = nullptr;
   std::unique_ptr<LLVMContext> context;
   std::unique_ptr<Module> module;
   std::unique_ptr<TargetMachine> target;
@@ -264,10 +264,10 @@ struct Partition {
 
 /// Splits `module` into at most `count` partitions of about equal size (the
 /// functions, largest first, each to the smallest partition; the global
-/// variables with the first). Local symbols become hidden external ones so
-/// that the partitions' objects link to each other. Returns the bitcode of
-/// each partition; one (the whole module) when splitting would not pay.
-std::vector<Partition> split(Module &module, unsigned count) {
+/// variables with the first) and returns the bitcode of each: one, the whole
+/// module, when splitting would not pay. Local symbols become hidden
+/// external ones so that the partitions' objects link to each other.
+std::vector<std::string> split(Module &module, unsigned count) {
   std::vector<const Function *> functions;
   for (const Function &function : module)
     if (!function.isDeclaration())
@@ -279,11 +279,12 @@ std::vector<Partition> split(Module &module, unsigned count) {
   for (const GlobalVariable &global : module.globals())
     appending |= global.hasAppendingLinkage();
   count = std::min<unsigned>(count, functions.size());
-  if (total < kSplitInstructions || appending)
-    count = 1;
-  std::vector<Partition> partitions(std::max(count, 1u));
-  if (count <= 1)
-    return partitions;
+  if (total < kSplitInstructions || appending || count <= 1) {
+    std::string bitcode;
+    raw_string_ostream os(bitcode);
+    WriteBitcodeToFile(module, os);
+    return {bitcode};
+  }
 
   unsigned unnamed = 0;
   for (GlobalValue &value : module.global_values()) {
@@ -307,6 +308,7 @@ std::vector<Partition> split(Module &module, unsigned count) {
     owner[function] = least;
     load[least] += instructionCount(*function);
   }
+  std::vector<std::string> partitions(count);
   for (unsigned i = 0; i < count; ++i) {
     ValueToValueMapTy map;
     std::unique_ptr<Module> part =
@@ -314,7 +316,7 @@ std::vector<Partition> split(Module &module, unsigned count) {
           auto it = owner.find(value);
           return it == owner.end() ? i == 0 : it->second == i;
         });
-    raw_string_ostream os(partitions[i].bitcode);
+    raw_string_ostream os(partitions[i]);
     WriteBitcodeToFile(*part, os);
   }
   return partitions;
@@ -334,10 +336,8 @@ void forEachPartition(std::vector<Partition> &partitions, Step step) {
 
 } // namespace
 
-bool compileObject(MlirOperation moduleOp, unsigned optLevel,
-                   unsigned partLoops, unsigned threads,
-                   std::vector<std::string> &objects, ObjectCompileTimes &times,
-                   std::string &error) {
+bool prepareModule(MlirOperation moduleOp, unsigned partLoops, unsigned threads,
+                   PreparedModule &prepared, std::string &error) {
   static const bool targetsReady = [] {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
@@ -346,7 +346,7 @@ bool compileObject(MlirOperation moduleOp, unsigned optLevel,
   (void)targetsReady;
 
   auto start = std::chrono::steady_clock::now();
-  Expected<std::unique_ptr<TargetMachine>> machine = hostMachine(optLevel);
+  Expected<std::unique_ptr<TargetMachine>> machine = hostMachine(2);
   if (!machine) {
     error = errorText(machine.takeError());
     return false;
@@ -355,56 +355,61 @@ bool compileObject(MlirOperation moduleOp, unsigned optLevel,
   mlir::MLIRContext &mlirContext = *op->getContext();
   mlir::registerBuiltinDialectTranslation(mlirContext);
   mlir::registerLLVMDialectTranslation(mlirContext);
-  auto context = std::make_unique<LLVMContext>();
+  LLVMContext context;
   std::unique_ptr<Module> module =
-      mlir::translateModuleToLLVMIR(op, *context, "tdf-program");
+      mlir::translateModuleToLLVMIR(op, context, "tdf-program");
   if (!module) {
     error = "cannot translate the LLVM dialect module to LLVM IR";
     return false;
   }
   module->setDataLayout((*machine)->createDataLayout());
   module->setTargetTriple((*machine)->getTargetTriple());
+  prepared.parts = 0;
   if (partLoops > 0) {
     std::vector<Function *> functions;
     for (Function &function : *module)
       if (!function.isDeclaration())
         functions.push_back(&function);
     for (Function *function : functions)
-      times.parts += outlineParts(*function, partLoops);
+      prepared.parts += outlineParts(*function, partLoops);
   }
   addPackedWrappers(*module);
   if (verifyModule(*module, nullptr)) {
     error = "the translated LLVM IR does not verify";
     return false;
   }
-  std::vector<Partition> partitions = split(*module, std::max(threads, 1u));
-  if (partitions.size() == 1) {
-    partitions[0].context = std::move(context);
-    partitions[0].module = std::move(module);
-    partitions[0].target = std::move(*machine);
-  }
-  times.partitions = static_cast<unsigned>(partitions.size());
-  times.translate = secondsSince(start);
+  prepared.bitcode = split(*module, std::max(threads, 1u));
+  prepared.seconds = secondsSince(start);
+  return true;
+}
 
-  start = std::chrono::steady_clock::now();
+bool compilePrepared(const PreparedModule &prepared, unsigned optLevel,
+                     std::vector<std::string> &objects,
+                     ObjectCompileTimes &times, std::string &error) {
+  std::vector<Partition> partitions(prepared.bitcode.size());
+  for (size_t i = 0; i < partitions.size(); ++i)
+    partitions[i].bitcode = &prepared.bitcode[i];
+  times.translate = prepared.seconds;
+  times.parts = prepared.parts;
+  times.partitions = static_cast<unsigned>(partitions.size());
+
+  auto start = std::chrono::steady_clock::now();
   forEachPartition(partitions, [&](Partition &partition) {
-    if (!partition.module) {
-      partition.context = std::make_unique<LLVMContext>();
-      Expected<std::unique_ptr<Module>> parsed =
-          parseBitcodeFile(MemoryBufferRef(partition.bitcode, "tdf-partition"),
-                           *partition.context);
-      if (!parsed) {
-        partition.error = errorText(parsed.takeError());
-        return;
-      }
-      partition.module = std::move(*parsed);
-      Expected<std::unique_ptr<TargetMachine>> target = hostMachine(optLevel);
-      if (!target) {
-        partition.error = errorText(target.takeError());
-        return;
-      }
-      partition.target = std::move(*target);
+    partition.context = std::make_unique<LLVMContext>();
+    Expected<std::unique_ptr<Module>> parsed =
+        parseBitcodeFile(MemoryBufferRef(*partition.bitcode, "tdf-partition"),
+                         *partition.context);
+    if (!parsed) {
+      partition.error = errorText(parsed.takeError());
+      return;
     }
+    partition.module = std::move(*parsed);
+    Expected<std::unique_ptr<TargetMachine>> target = hostMachine(optLevel);
+    if (!target) {
+      partition.error = errorText(target.takeError());
+      return;
+    }
+    partition.target = std::move(*target);
     optimize(*partition.module, *partition.target, optLevel);
   });
   times.optimize = secondsSince(start);

@@ -374,6 +374,11 @@ public:
   /// FTZ/DAZ for the duration of each call (see invokeGuarded).
   bool flushDenormals = true;
 
+  /// Points later calls at another compile of the same function.
+  void setAddress(uintptr_t address) {
+    fn.store(reinterpret_cast<PackedFn>(address), std::memory_order_release);
+  }
+
 private:
   static void fillInfo(TensorInfo &info, nb::handle dtype, nb::handle shape) {
     info.dtype = nb::borrow(dtype);
@@ -429,7 +434,9 @@ private:
   void fillFrame(int64_t *frame, const int64_t *dataPointers,
                  const int64_t *scalars, PyObject *const *arrays) const;
 
-  PackedFn fn;
+  // Swapped by set_address while calls run (tiered compilation): each call
+  // reads it once.
+  std::atomic<PackedFn> fn;
   void (*freeFn)(void *);
   bool sharedState;
   std::vector<Param> params;
@@ -857,7 +864,8 @@ PyObject *NativeEntry::call(PyObject *self, PyObject *args) {
     frame = shared.get();
   }
   fillFrame(frame, dataPointers, scalars, arrays);
-  ok = invokeGuarded(fn, reinterpret_cast<void **>(frame + pointerWord),
+  ok = invokeGuarded(fn.load(std::memory_order_acquire),
+                     reinterpret_cast<void **>(frame + pointerWord),
                      flushDenormals);
   if (!ok)
     failure = currentFailure;
@@ -913,6 +921,16 @@ void tdfpy::registerRuntime(nb::module_ &m) {
            nb::arg("name"), nb::arg("address"), nb::arg("params"),
            nb::arg("results"), nb::arg("free_address"), nb::arg("sites"),
            nb::arg("shared_state") = false)
+      .def(
+          "set_address",
+          [](NativeEntry &entry, uintptr_t address) {
+            if (!address)
+              throw nb::value_error("NativeEntry: null function address");
+            entry.setAddress(address);
+          },
+          nb::arg("address"),
+          "Points later calls at another compile of the same function (the "
+          "caller keeps both codes alive; calls running finish on the old).")
       .def_rw("flush_denormals", &NativeEntry::flushDenormals,
               "Run calls with flush-to-zero / denormals-are-zero (XLA's "
               "numerics; default true).");

@@ -159,10 +159,38 @@ void registerObjectLoader(nb::module_ &m) {
       "the process: `symbols` (name, address) are defined, other symbols "
       "resolve in `libraries` and then the process. Returns (LoadedObject, "
       "[address of each name of `lookups`]); RuntimeError when it cannot.");
+  nb::class_<tdfpy::PreparedModule>(
+      m, "PreparedModule",
+      "A module ready for LLVM (prepare_module): partitions as bitcode.")
+      .def_prop_ro("partitions",
+                   [](const tdfpy::PreparedModule &prepared) {
+                     return prepared.bitcode.size();
+                   })
+      .def_ro("parts", &tdfpy::PreparedModule::parts);
   m.def(
-      "compile_object",
-      [](MlirOperation module, unsigned optLevel, unsigned partLoops,
-         unsigned threads) {
+      "prepare_module",
+      [](MlirOperation module, unsigned partLoops, unsigned threads) {
+        auto prepared = std::make_unique<tdfpy::PreparedModule>();
+        std::string error;
+        bool ok;
+        {
+          nb::gil_scoped_release release;
+          ok = tdfpy::prepareModule(module, partLoops, threads, *prepared,
+                                    error);
+        }
+        if (!ok)
+          throw std::runtime_error(error);
+        return prepared.release();
+      },
+      nb::arg("module"), nb::arg("part_loops"), nb::arg("threads"),
+      nb::rv_policy::take_ownership,
+      "Translates an LLVM-dialect module for the host, without the GIL: "
+      "functions of many loops cut into parts of about `part_loops` loops, "
+      "the functions spread over up to `threads` partitions. RuntimeError "
+      "when it cannot.");
+  m.def(
+      "compile_prepared",
+      [](const tdfpy::PreparedModule &prepared, unsigned optLevel) {
         if (optLevel > 3)
           throw nb::value_error("opt_level must be in 0..3");
         std::vector<std::string> objects;
@@ -171,8 +199,8 @@ void registerObjectLoader(nb::module_ &m) {
         bool ok;
         {
           nb::gil_scoped_release release;
-          ok = tdfpy::compileObject(module, optLevel, partLoops, threads,
-                                    objects, times, error);
+          ok =
+              tdfpy::compilePrepared(prepared, optLevel, objects, times, error);
         }
         if (!ok)
           throw std::runtime_error(error);
@@ -187,14 +215,11 @@ void registerObjectLoader(nb::module_ &m) {
         stats["partitions"] = times.partitions;
         return nb::make_tuple(list, stats);
       },
-      nb::arg("module"), nb::arg("opt_level"), nb::arg("part_loops"),
-      nb::arg("threads"),
-      "Compiles an LLVM-dialect module into relocatable objects for the host "
-      "(what load_object links), without the GIL: functions of many loops "
-      "cut into parts of about `part_loops` loops, the functions spread over "
-      "up to `threads` objects compiled in parallel. Returns ([object "
-      "bytes], {translate, optimize, codegen: seconds, parts, partitions}); "
-      "RuntimeError when it cannot.");
+      nb::arg("prepared"), nb::arg("opt_level"),
+      "Compiles a prepared module into relocatable objects for the host (what "
+      "load_object links), one per partition, each on a thread of its own, "
+      "without the GIL. Returns ([object bytes], {translate, optimize, "
+      "codegen: seconds, parts, partitions}); RuntimeError when it cannot.");
   m.def("host_cpu", &tdfpy::hostCPU,
         "The process triple, host CPU name and sorted CPU features, as "
         "LLVM's code generator sees them.");

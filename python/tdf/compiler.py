@@ -45,6 +45,7 @@ time (:meth:`Program.allocation_stats`)::
 from __future__ import annotations
 
 import os
+import threading
 
 from mlir import ir
 
@@ -53,6 +54,7 @@ from . import cache as _cache
 from . import jit_symbols
 from . import objects as _objects
 from . import report as _report
+from . import tiers as _tiers
 from . import timing as _timing
 from .errors import CompileError, PipelineError, StrictModeError
 from .memory import MemoryAnalysis, memory_analyses
@@ -96,7 +98,10 @@ class Program:
             report.memory = self._memory
         self._report = report
         self._counter = counter
-        self._engine = engine
+        self._codes = engine  # the linked code (a list for a tiered compile)
+        self._optimized = threading.Event()
+        self._optimized.set()
+        self._tier_error: str | None = None
         self._context = context
         self.llvm_ir = llvm_ir
         self.buffer_ir = buffer_ir
@@ -106,6 +111,21 @@ class Program:
 
     def __getitem__(self, name):
         return self.functions[name]
+
+    @property
+    def optimized(self) -> bool:
+        """False while a tiered compile (``tiered=True``) still runs the
+        ``-O0`` code: :mod:`tdf.tiers`."""
+        return self._optimized.is_set() and self._tier_error is None
+
+    def wait_optimized(self, timeout: float | None = None) -> bool:
+        """Waits (at most ``timeout`` seconds) for a tiered compile's
+        optimized code; returns :attr:`optimized`. ``RuntimeError`` when the
+        background compile failed (the ``-O0`` code keeps running)."""
+        self._optimized.wait(timeout)
+        if self._tier_error is not None:
+            raise RuntimeError(f"the optimizing compile failed: {self._tier_error}")
+        return self.optimized
 
     def report(self) -> Report:
         """In-place decisions, remaining copies (and why) and the static bytes
@@ -338,12 +358,15 @@ def _runtime_sites(module, filename: str) -> list[tuple]:
 
 
 def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocations: bool,
-         filename: str, parallel: bool, threads: int, timer):
+         filename: str, parallel: bool, threads: int, tiered: bool, timer):
     """Machine code of the LLVM-dialect ``module`` linked into the process
     (the runtime symbols and, when counting, the counting allocator
-    defined); returns ``(code, counter, addresses, object)`` with the
-    address of each entry's packed C interface and the objects
-    (:mod:`tdf.objects`); LLVM runs on up to ``threads`` threads."""
+    defined); returns ``(code, counter, addresses, objects, prepared)``
+    with the address of each entry's packed C interface and the objects
+    (:mod:`tdf.objects`); LLVM runs on up to ``threads`` threads. With
+    ``tiered`` (and ``opt_level`` above 0) the code is LLVM's ``-O0`` and
+    ``prepared`` the module to optimize in the background
+    (:mod:`tdf.tiers`); else ``prepared`` is ``None``."""
     jit_libs = jit_symbols.runtime_libs() + shared_libs
     async_symbols = jit_symbols.async_runtime_symbols() if parallel else {}
     registered = (jit_symbols.COUNTED_ALLOCATION_SYMBOLS if count_allocations else ()) \
@@ -355,13 +378,15 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
                            f"{', '.join(missing)} (not defined by the process or "
                            f"shared_libs)")
     counter = AllocationCounter() if count_allocations else None
+    tiered = tiered and opt_level > 0
     try:
-        data, _ = _objects.compile_module(module, opt_level, threads, timer)
+        prepared = _objects.prepare(module, threads, timer)
+        data, _ = _objects.compile_prepared(prepared, 0 if tiered else opt_level, timer)
         with timer.stage("link"):
             code, addresses = _objects.link(data, entries, jit_libs, parallel, counter)
     except RuntimeError as err:
         raise CompileError(f"{filename}: {err}") from None
-    return code, counter, dict(zip(entries, addresses)), data
+    return code, counter, dict(zip(entries, addresses)), data, prepared if tiered else None
 
 
 # ------------------------------------------------------------------- compile
@@ -372,7 +397,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             copy_before_write: bool = False, count_allocations: bool = False,
             bounds_checks: bool = True, blas: bool | None = None,
             flush_denormals: bool = True, num_threads: int | None = None,
-            timing: bool | None = None, plan_memory: bool = True):
+            timing: bool | None = None, plan_memory: bool = True,
+            tiered: bool | None = None):
     """Compiles a tdf program.
 
     ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
@@ -421,6 +447,11 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     ``timing`` (default: ``TDF_TIMING`` set and not ``0``): print the wall
     time of each stage to stderr when done, like ``--mlir-timing``
     (:mod:`tdf.timing`).
+    ``tiered`` (CPU only; default: ``TDF_TIERED`` set and not ``0``): return
+    once LLVM's ``-O0`` code is linked and compile at ``opt_level`` in the
+    background; the functions switch to that code when it is ready
+    (:attr:`Program.optimized`, :meth:`Program.wait_optimized`,
+    :mod:`tdf.tiers`).
     Compiled functions may be called from several threads at once, and
     ``tdf.compile`` may run in several threads at once.
 
@@ -496,21 +527,27 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         sites = _runtime_sites(module, filename)
         _keep_calls_in_large_functions(module)
         llvm_ir = str(module)
-        engine, counter, addresses, data = _jit(module, entries, opt_level, shared_libs,
-                                                count_allocations, filename, parallel,
-                                                threads, timer)
+        code, counter, addresses, data, prepared = _jit(
+            module, entries, opt_level, shared_libs, count_allocations, filename, parallel,
+            threads, _tiers.enabled(tiered), timer)
     timer.print()
 
     report = Report(inplace, calls_inplace, decisions, copies, allocations, returned,
                     copy_before_write=copy_before_write, fused_calls=fused)
+    codes = [code]  # the -O0 code and the optimized code of a tiered compile
     functions = {
         name: EntryFunction(name, params, results, returned[name], addresses[name],
-                            keepalive=(engine, counter),
+                            keepalive=(codes, counter),
                             free=counter.free if counter is not None else None, sites=sites)
         for name, (params, results) in entries.items()}
     for fn in functions.values():
         fn.flush_denormals = flush_denormals
-    program = Program(functions, report, engine, llvm_ir, buffer_ir, context, counter, memory)
+    program = Program(functions, report, codes, llvm_ir, buffer_ir, context, counter, memory)
+    if prepared is not None:
+        report.cache = "off" if cached is None else "miss: compiled, optimizing"
+        _tiers.start(program, prepared, opt_level, list(entries),
+                     jit_symbols.runtime_libs() + shared_libs, parallel, counter, cached, sites)
+        return program
     if cached is not None:
         cached.store(program, data, sites)
     report.cache = cached.status if cached is not None else "off"

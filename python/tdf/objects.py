@@ -19,13 +19,16 @@ whole function after each loop it vectorizes).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 
 from . import _tdf, jit_symbols
 from .runtime import register_runtime_symbols
 from .timing import CompileTimer
 
-__all__ = ["PART_LOOPS", "compile_module", "link"]
+__all__ = ["PART_LOOPS", "prepare", "compile_prepared", "compile_module", "link"]
+
+_nothing = contextlib.nullcontext
 
 #: Loops per part when a function is cut for LLVM (0: never cut).
 PART_LOOPS = 16
@@ -42,23 +45,36 @@ class _Symbols:
         self.symbols[name] = ctypes.cast(address, ctypes.c_void_p).value or 0
 
 
+def prepare(module, threads: int = 1, timer: CompileTimer | None = None):
+    """Step 1: the LLVM-dialect ``module`` translated for the host, parts
+    cut, its functions spread over up to ``threads`` partitions (modules
+    under a few thousand instructions are one); a ``tdf._tdf.PreparedModule``
+    that no MLIR context backs, so :func:`compile_prepared` may run on any
+    thread. ``RuntimeError`` when it cannot be translated."""
+    with timer.stage("LLVM translation") if timer is not None else _nothing():
+        return _tdf.prepare_module(module.operation, PART_LOOPS, max(1, threads))
+
+
+def compile_prepared(prepared, opt_level: int,
+                     timer: CompileTimer | None = None) -> tuple[list[bytes], dict]:
+    """Step 2: ``(objects, stats)``, one host object per partition of
+    ``prepared`` at ``opt_level`` (each on a thread of its own, without the
+    GIL), and ``stats`` (seconds of ``translate``, ``optimize`` and
+    ``codegen``; the ``parts`` cut out of large functions; the
+    ``partitions``). ``timer`` receives the optimisation and
+    code-generation times as stages. ``RuntimeError`` when LLVM cannot
+    compile it."""
+    objects, stats = _tdf.compile_prepared(prepared, opt_level)
+    if timer is not None and timer.on:
+        timer.stages += [("LLVM optimisation", stats["optimize"]),
+                         ("LLVM code generation", stats["codegen"])]
+    return objects, stats
+
+
 def compile_module(module, opt_level: int, threads: int = 1,
                    timer: CompileTimer | None = None) -> tuple[list[bytes], dict]:
-    """``(objects, stats)``: the host objects of the LLVM-dialect ``module``
-    at ``opt_level``, compiled on up to ``threads`` threads (one object per
-    thread; modules under a few thousand instructions are one object), and
-    ``stats`` (seconds of ``translate``, ``optimize`` and ``codegen``; the
-    ``parts`` cut out of large functions; the ``partitions``). ``timer``
-    receives the three times as stages. ``RuntimeError`` when LLVM cannot
-    compile it."""
-    objects, stats = _tdf.compile_object(module.operation, opt_level, PART_LOOPS,
-                                         max(1, threads))
-    if timer is not None and timer.on:
-        timer.stages += [
-            ("LLVM translation", stats["translate"]),
-            ("LLVM optimisation", stats["optimize"]),
-            ("LLVM code generation", stats["codegen"])]
-    return objects, stats
+    """:func:`prepare` then :func:`compile_prepared`."""
+    return compile_prepared(prepare(module, threads, timer), opt_level, timer)
 
 
 def link(objects: list[bytes], entries, jit_libs: list, parallel: bool, counter=None):
