@@ -1,23 +1,27 @@
 //===- ObjectCompiler.cpp - LLVM dialect to host object code -------------===//
 //
-// tdf's CPU code generator: an LLVM-dialect module becomes a relocatable
-// object for the host, which ObjectLoader.cpp links into the process (the
+// tdf's CPU code generator: an LLVM-dialect module becomes relocatable
+// objects for the host, which ObjectLoader.cpp links into the process (the
 // same loader the compilation cache uses, so a fresh compile and a cache hit
 // run the same bytes).
 //
-// The steps are the MLIR ExecutionEngine's: translation to LLVM IR, the
+// The steps are the MLIR ExecutionEngine's -- translation to LLVM IR, the
 // host's triple and data layout, a packed wrapper `_mlir_<f>(void **)` for
 // every externally visible function, LLVM's default optimisation pipeline
-// for the level, and the code generator at the same level. Two differences:
+// for the level, the code generator at the same level -- split in two:
+// prepareModule (with the MLIR module) and compilePrepared (bitcode only,
+// so it may run on any thread, twice for a tiered compile). Neither holds
+// the GIL. Two additions:
 //
-//  * it runs without the GIL and reports the time of each step;
-//  * the pipeline leaves out IndVarSimplify in functions with many loops.
-//    Its IV-comparison simplification asks ScalarEvolution whether each
-//    comparison is implied by the branches on the path from the function's
-//    entry, climbing every earlier loop of a straight-line function: the
-//    cost grows with loops x earlier loops (2.1 s of 2.5 s of `opt -O2` on
-//    a GPT-2 prefill's 33 loop nests). The loops tdf emits already count
-//    from 0 with an i64 step, which is what the pass canonicalises towards.
+//  * Parts. Several LLVM loop passes cost time in proportion to the loops
+//    times the size of the function they are in: IndVarSimplify asks
+//    ScalarEvolution whether each loop comparison is implied by a branch on
+//    the path from the entry, climbing every earlier loop; the loop
+//    vectorizer of an assertions build (the pinned wheel's) verifies the
+//    whole function after each loop it vectorizes. A function of many loops
+//    is cut into noinline parts of a few loops each (CodeExtractor).
+//  * Partitions. The functions are spread over one module per thread, each
+//    optimized and compiled in an LLVMContext of its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,28 +33,24 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/IR/PassInstrumentation.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/CodeExtractor.h"
 
-#include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/Bitcode/BitcodeWriter.h"
-#include "llvm/Transforms/Utils/Cloning.h"
-
-#include "llvm/Support/FileSystem.h"
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
 using namespace llvm;

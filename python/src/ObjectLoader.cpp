@@ -189,6 +189,36 @@ private:
   std::unique_ptr<DynamicLibrarySearchGenerator> library;
 };
 
+/// True when the shared library at `path` exports MLIR's execution-engine
+/// init hook, read from its dynamic symbol table without loading it.
+bool exportsInitHook(const std::string &path) {
+  Expected<object::OwningBinary<object::Binary>> binary =
+      object::createBinary(path);
+  if (!binary) {
+    consumeError(binary.takeError());
+    return false;
+  }
+  auto *elf = dyn_cast<object::ELFObjectFileBase>(binary->getBinary());
+  if (!elf)
+    return false;
+  for (const object::ELFSymbolRef &symbol : elf->getDynamicSymbolIterators()) {
+    Expected<StringRef> name = symbol.getName();
+    if (!name) {
+      consumeError(name.takeError());
+      continue;
+    }
+    if (*name != "__mlir_execution_engine_init")
+      continue;
+    Expected<uint32_t> flags = symbol.getFlags();
+    if (!flags) {
+      consumeError(flags.takeError());
+      return false;
+    }
+    return !(*flags & object::SymbolRef::SF_Undefined);
+  }
+  return false;
+}
+
 } // namespace
 
 LoadedObject *
@@ -241,6 +271,8 @@ loadObject(const std::vector<std::string> &objects,
     map[session.intern(name)] = {ExecutorAddr(address),
                                  JITSymbolFlags::Exported};
   for (const std::string &path : libraries) {
+    if (!exportsInitHook(path))
+      continue; // loaded only when a symbol needs it (LazyLibraryGenerator)
     std::string loadError;
     sys::DynamicLibrary library =
         sys::DynamicLibrary::getPermanentLibrary(path.c_str(), &loadError);
