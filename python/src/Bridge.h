@@ -16,7 +16,14 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class Error;
+} // namespace llvm
+
 namespace tdfpy {
+
+/// The text of an LLVM error (consumed), without trailing newlines.
+std::string errorMessage(llvm::Error error);
 
 /// The value of one option of a Python pass when it runs.
 struct PassOptionValue {

@@ -67,15 +67,6 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-std::string errorText(Error error) {
-  std::string text;
-  raw_string_ostream os(text);
-  logAllUnhandledErrors(std::move(error), os);
-  while (!text.empty() && text.back() == '\n')
-    text.pop_back();
-  return text;
-}
-
 /// `void _mlir_<name>(void **args)` for each defined, externally visible
 /// function: args[i] points at argument i, args[n] at the result slot.
 void addPackedWrappers(Module &module) {
@@ -348,7 +339,7 @@ bool prepareModule(MlirOperation moduleOp, unsigned partLoops, unsigned threads,
   auto start = std::chrono::steady_clock::now();
   Expected<std::unique_ptr<TargetMachine>> machine = hostMachine(2);
   if (!machine) {
-    error = errorText(machine.takeError());
+    error = errorMessage(machine.takeError());
     return false;
   }
   mlir::Operation *op = unwrap(moduleOp);
@@ -400,13 +391,13 @@ bool compilePrepared(const PreparedModule &prepared, unsigned optLevel,
         parseBitcodeFile(MemoryBufferRef(*partition.bitcode, "tdf-partition"),
                          *partition.context);
     if (!parsed) {
-      partition.error = errorText(parsed.takeError());
+      partition.error = errorMessage(parsed.takeError());
       return;
     }
     partition.module = std::move(*parsed);
     Expected<std::unique_ptr<TargetMachine>> target = hostMachine(optLevel);
     if (!target) {
-      partition.error = errorText(target.takeError());
+      partition.error = errorMessage(target.takeError());
       return;
     }
     partition.target = std::move(*target);

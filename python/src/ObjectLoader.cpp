@@ -56,9 +56,7 @@ struct LoadedObject {
   }
 };
 
-namespace {
-
-std::string message(Error error) {
+std::string errorMessage(Error error) {
   std::string text;
   raw_string_ostream os(text);
   logAllUnhandledErrors(std::move(error), os);
@@ -66,6 +64,8 @@ std::string message(Error error) {
     text.pop_back();
   return text;
 }
+
+namespace {
 
 /// The x86-64 relocations LLVM's code generator emits for JIT code and
 /// RuntimeDyld resolves (anything else is a damaged object).
@@ -100,7 +100,7 @@ std::string checkObject(const std::string &bytes) {
   Expected<std::unique_ptr<object::ObjectFile>> parsed =
       object::ObjectFile::createObjectFile(ref);
   if (!parsed)
-    return "not an object file: " + message(parsed.takeError());
+    return "not an object file: " + errorMessage(parsed.takeError());
   auto *elf = dyn_cast<object::ELF64LEObjectFile>(parsed->get());
   if (!elf || !elf->isRelocatableObject())
     return "not a relocatable little-endian ELF64 object";
@@ -110,7 +110,7 @@ std::string checkObject(const std::string &bytes) {
   const object::ELFFile<ELFT> &file = elf->getELFFile();
   Expected<typename ELFT::ShdrRange> sections = file.sections();
   if (!sections)
-    return "bad section headers: " + message(sections.takeError());
+    return "bad section headers: " + errorMessage(sections.takeError());
   const size_t count = sections->size();
   for (const typename ELFT::Shdr &header : *sections) {
     if (header.sh_addralign > 1 && !isPowerOf2_64(header.sh_addralign))
@@ -123,20 +123,20 @@ std::string checkObject(const std::string &bytes) {
       return "bad section link";
     Expected<StringRef> name = file.getSectionName(header);
     if (!name)
-      return "bad section name: " + message(name.takeError());
+      return "bad section name: " + errorMessage(name.takeError());
     if (header.sh_type == ELF::SHT_REL)
       return "unexpected REL section";
     if (header.sh_type == ELF::SHT_SYMTAB) {
       Expected<typename ELFT::SymRange> symbols = file.symbols(&header);
       if (!symbols)
-        return "bad symbol table: " + message(symbols.takeError());
+        return "bad symbol table: " + errorMessage(symbols.takeError());
       Expected<StringRef> strings = file.getStringTableForSymtab(header);
       if (!strings)
-        return "bad string table: " + message(strings.takeError());
+        return "bad string table: " + errorMessage(strings.takeError());
       for (const typename ELFT::Sym &symbol : *symbols) {
         Expected<StringRef> symbolName = symbol.getName(*strings);
         if (!symbolName)
-          return "bad symbol name: " + message(symbolName.takeError());
+          return "bad symbol name: " + errorMessage(symbolName.takeError());
         if (symbol.st_shndx < ELF::SHN_LORESERVE && symbol.st_shndx >= count)
           return "symbol in a missing section";
       }
@@ -149,7 +149,7 @@ std::string checkObject(const std::string &bytes) {
       const uint64_t symbolCount = symtab.sh_size / sizeof(typename ELFT::Sym);
       Expected<typename ELFT::RelaRange> relocations = file.relas(header);
       if (!relocations)
-        return "bad relocations: " + message(relocations.takeError());
+        return "bad relocations: " + errorMessage(relocations.takeError());
       for (const typename ELFT::Rela &relocation : *relocations) {
         if (!isSupportedRelocation(relocation.getType(false)))
           return "unsupported relocation type " +
@@ -241,7 +241,7 @@ loadObject(const std::vector<std::string> &objects,
       SelfExecutorProcessControl::Create(
           nullptr, std::make_unique<InPlaceTaskDispatcher>());
   if (!control) {
-    error = message(control.takeError());
+    error = errorMessage(control.takeError());
     return nullptr;
   }
   auto loaded = std::make_unique<LoadedObject>();
@@ -252,7 +252,7 @@ loadObject(const std::vector<std::string> &objects,
     std::lock_guard<std::mutex> lock(raw->errorsLock);
     if (!raw->errors.empty())
       raw->errors += "; ";
-    raw->errors += message(std::move(err));
+    raw->errors += errorMessage(std::move(err));
   });
   loaded->layer = std::make_unique<RTDyldObjectLinkingLayer>(
       session, [](const MemoryBuffer &) {
@@ -292,14 +292,14 @@ loadObject(const std::vector<std::string> &objects,
     }
   }
   if (Error err = dylib.define(absoluteSymbols(std::move(map)))) {
-    error = message(std::move(err));
+    error = errorMessage(std::move(err));
     return nullptr;
   }
   // The process first (libc, libm and every library loaded for the process,
   // as the ExecutionEngine resolves symbols), then the shared libraries.
   auto process = DynamicLibrarySearchGenerator::GetForCurrentProcess('\0');
   if (!process) {
-    error = message(process.takeError());
+    error = errorMessage(process.takeError());
     return nullptr;
   }
   dylib.addGenerator(std::move(*process));
@@ -309,14 +309,14 @@ loadObject(const std::vector<std::string> &objects,
   for (const std::string &bytes : objects)
     if (Error err = loaded->layer->add(
             dylib, MemoryBuffer::getMemBufferCopy(bytes, "tdf-program"))) {
-      error = message(std::move(err));
+      error = errorMessage(std::move(err));
       return nullptr;
     }
   addresses.clear();
   for (const std::string &name : lookups) {
     Expected<ExecutorSymbolDef> symbol = session.lookup({&dylib}, name);
     if (!symbol) {
-      error = message(symbol.takeError());
+      error = errorMessage(symbol.takeError());
       std::lock_guard<std::mutex> lock(raw->errorsLock);
       if (!raw->errors.empty())
         error += " (" + raw->errors + ")";
