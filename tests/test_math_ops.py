@@ -311,12 +311,6 @@ llvm.func @f(%x: f32) -> f32 {
     assert jit_symbols.unresolved_functions(module, []) == ["rsqrtf"]
 
 
-def test_jit_output_parsing():
-    text = ("JIT session error: Symbols not found: [ rsqrtf, _foo ]\n"
-            "JIT session error: Symbols not found: [ rsqrtf ]\n")
-    assert jit_symbols.missing_from_jit_output(text) == ["rsqrtf", "_foo"]
-    assert jit_symbols.missing_from_jit_output("nothing here") == []
-
 
 @pytest.fixture
 def libm_only(monkeypatch):

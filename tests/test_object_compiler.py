@@ -157,3 +157,22 @@ def test_compile_object_rejects_a_bad_level():
         objects, stats = _tdf.compile_prepared(prepared, 2)
         assert len(objects) == 1 and objects[0][:4] == b"\x7fELF"
         assert stats["parts"] == 0 and stats["partitions"] == 1
+
+
+def test_negative_link_names_a_symbol_nothing_defines():
+    """A symbol nobody defines (what a backend libcall can introduce, past
+    jit_symbols.unresolved_functions) fails the link with its name in the
+    error, never a NULL entry point."""
+    from mlir import ir
+
+    from tdf.context import Context
+    with Context():
+        module = ir.Module.parse("""
+llvm.func @tdf_no_such_symbol(f32) -> f32
+llvm.func @_mlir_ciface_f(%x: f32) -> f32 {
+  %y = llvm.call @tdf_no_such_symbol(%x) : (f32) -> f32
+  llvm.return %y : f32
+}""")
+        objects, _ = tdf_objects.compile_module(module, 2)
+    with pytest.raises(RuntimeError, match=r"Symbols not found: \[ tdf_no_such_symbol \]"):
+        tdf_objects.link(objects, ["f"], [], parallel=False)

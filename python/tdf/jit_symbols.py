@@ -1,29 +1,22 @@
-"""External symbols of a program handed to the JIT: the libraries the JIT
-loads, the kernels it must find, and its own missing-symbol report, for
-:class:`tdf.CompileError` messages.
+"""External symbols of a program handed to the JIT: the libraries its code
+is linked with and the kernels it must find, for :class:`tdf.CompileError`
+messages.
 
-The MLIR ``ExecutionEngine`` resolves external functions lazily, when the
-first symbol is looked up; when one is missing the ORC JIT only prints
-``JIT session error: Symbols not found: [ rsqrtf ]`` on the process's stderr
-and the lookup returns NULL. :func:`unresolved_functions` finds the missing
-ones before the JIT runs (every ``llvm.func`` declaration of the LLVM-dialect
-module, resolved with ``dlsym`` in the process and the shared libraries the
-JIT is given), and :func:`capture_jit_errors` captures what the JIT prints
-for the symbols that only the LLVM backend introduces (libcalls of
-intrinsics), so that both reach the error message. Before the lowering,
+:func:`unresolved_functions` finds missing external functions before LLVM
+runs (every ``llvm.func`` declaration of the LLVM-dialect module, resolved
+with ``dlsym`` in the process and the shared libraries the program is
+linked with); a symbol that only the LLVM backend introduces (a libcall of
+an intrinsic) and nothing defines makes the loader's link fail with a
+message naming it (``tdf.objects.link``). Before the lowering,
 :func:`check_kernel_symbols` checks that every body-less kernel a call
 reaches is defined by the shared libraries or the process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import importlib.util
 import os
-import re
-import sys
-import tempfile
 import threading
 
 from mlir import ir
@@ -32,10 +25,8 @@ from .errors import CompileError
 from .passes.ir_utils import collect_ops, has_body, sym_name
 from .vocabulary import EMIT_C_INTERFACE_ATTR, RUNTIME_FUNCTIONS
 
-__all__ = ["unresolved_functions", "capture_jit_errors", "missing_from_jit_output",
-           "mlir_lib", "runtime_libs", "async_runtime_symbols", "check_kernel_symbols", "COUNTED_ALLOCATION_SYMBOLS"]
+__all__ = ["unresolved_functions", "mlir_lib", "runtime_libs", "async_runtime_symbols", "check_kernel_symbols", "COUNTED_ALLOCATION_SYMBOLS"]
 
-_CAPTURE_LOCK = threading.Lock()
 
 #: What ``AllocationCounter.register`` defines in the engine (count_allocations builds).
 COUNTED_ALLOCATION_SYMBOLS = ("_mlir_memref_to_llvm_alloc", "_mlir_memref_to_llvm_aligned_alloc",
@@ -132,55 +123,3 @@ def unresolved_functions(module, shared_libs) -> list[str]:
         if not any(hasattr(lib, name) for lib in libs):
             missing.add(name)
     return sorted(missing)
-
-
-_NOT_FOUND = re.compile(r"Symbols not found: \[([^\]]*)\]")
-
-
-def missing_from_jit_output(text: str) -> list[str]:
-    """The symbols of every ``Symbols not found: [ a, b ]`` line in ``text``."""
-    names = []
-    for match in _NOT_FOUND.finditer(text):
-        for name in match.group(1).split(","):
-            name = name.strip()
-            if name and name not in names:
-                names.append(name)
-    return names
-
-
-@contextlib.contextmanager
-def capture_jit_errors():
-    """Redirects file descriptor 2 into a temporary file for the duration of
-    the block and yields a list that receives the captured text afterwards.
-    Text other than the JIT's own errors is written back to stderr. One
-    capture at a time in the process (a lock), since the descriptor is
-    process-wide."""
-    captured: list[str] = []
-    with _CAPTURE_LOCK:
-        try:
-            sys.stderr.flush()
-        except (AttributeError, ValueError, OSError):
-            pass
-        try:
-            saved = os.dup(2)
-        except OSError:
-            # No usable fd 2 (embedded interpreter): nothing to capture.
-            yield captured
-            return
-        with tempfile.TemporaryFile(mode="w+b") as sink:
-            os.dup2(sink.fileno(), 2)
-            try:
-                yield captured
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-                sink.seek(0)
-                text = sink.read().decode("utf-8", "replace")
-                captured.append(text)
-                others = "".join(line for line in text.splitlines(keepends=True)
-                                 if "JIT session error" not in line)
-                if others:
-                    try:
-                        os.write(2, others.encode())
-                    except OSError:
-                        pass
