@@ -195,6 +195,61 @@ def test_onednn_gemm_layouts(itype, layout, accumulate):
     assert np.array_equal(a, a0) and np.array_equal(b, b0)
 
 
+# Loop dimensions: batch 0 (3), batch 1 (4), M 2, N 3, K 4; storage orders of
+# A, B, C (outermost first). Each GEMM (96x64 by 64x80) is too small for two
+# threads, the 12 together are not.
+_BATCH_KINDS = [0, 0, 1, 2, 3]
+_BATCH_SIZES = [3, 4, 96, 80, 64]
+_BATCH_ORDERS = {
+    "row_major": ([0, 1, 2, 4], [0, 1, 4, 3], [0, 1, 2, 3]),
+    "b_transposed": ([0, 1, 2, 4], [0, 1, 3, 4], [0, 1, 2, 3]),
+    "a_transposed_c_column_major": ([0, 1, 4, 2], [0, 1, 4, 3], [0, 1, 3, 2]),
+    "batches_swapped_in_c": ([0, 1, 2, 4], [1, 0, 4, 3], [1, 0, 2, 3]),
+    "c_rows_interleaved": ([0, 1, 2, 4], [0, 1, 4, 3], [2, 0, 1, 3]),
+}
+
+
+def _batch_call(itype, orders, accumulate, kinds=_BATCH_KINDS, sizes=_BATCH_SIZES, seed=5):
+    rng = np.random.default_rng(seed)
+    types = (itype, itype, "f32")
+    views = [rng.standard_normal([sizes[d] for d in order]).astype(_DTYPES[t])
+             for order, t in zip(orders, types)]
+    before = [v.copy() for v in views]
+    _call(contraction_flags(types, kinds, accumulate), views, list(orders), sizes, kinds)
+    expected = _reference(before[:2], list(orders), before[2], accumulate)
+    tol = 1e-3 if itype == "f32" else 2e-2
+    np.testing.assert_allclose(views[2], expected, rtol=tol, atol=tol)
+    assert all(np.array_equal(v, b) for v, b in zip(views[:2], before[:2]))
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("orders", list(_BATCH_ORDERS.values()), ids=list(_BATCH_ORDERS))
+@pytest.mark.parametrize("itype", ["f32", "bf16"])
+def test_batch_of_small_gemms_on_threads(itype, orders, accumulate):
+    """A batch whose GEMMs are each too small for two threads runs them on
+    oneDNN's threads, one GEMM per thread at a time, when the steps write
+    disjoint parts of C (an interleaving of C's rows across steps runs them
+    one after the other): every storage order, against float64."""
+    threaded = _tdf.blas_threaded_batches()
+    _batch_call(itype, orders, accumulate)
+    ran_on_threads = _tdf.blas_threaded_batches() > threaded
+    # (f32 batches that merge into one batch dimension go to OpenBLAS's
+    # strided batch instead.)
+    if itype == "bf16":
+        assert ran_on_threads == (blas.default_threads() > 1 and orders[2][0] != 2)
+
+
+def test_batch_summing_over_an_outer_dimension():
+    """An outer K dimension: its steps accumulate into the same C, one after
+    the other (never on several threads at once)."""
+    kinds, sizes = [3, 0, 1, 2, 3], [4, 3, 96, 80, 64]
+    orders = ([0, 1, 2, 4], [0, 1, 4, 3], [1, 2, 3])
+    threaded = _tdf.blas_threaded_batches()
+    for itype in ("f32", "bf16"):
+        _batch_call(itype, orders, False, kinds, sizes)
+    assert _tdf.blas_threaded_batches() == threaded
+
+
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_bf16_result_overlapping_an_input(accumulate):
     """C (f32) shares bytes with the bf16 A: computed from A as it was."""
@@ -441,8 +496,9 @@ def test_subnormal_results_flush_to_zero_like_jax():
 
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("shapes", [((2048, 2), (2, 2048)), ((4096, 2), (2,)),
-                                    ((12, 128, 2), (12, 2, 128))],
-                         ids=["gemm_two_threads", "gemv", "batched"])
+                                    ((12, 128, 2), (12, 2, 128)),
+                                    ((3, 4, 96, 64), (3, 4, 64, 80))],
+                         ids=["gemm_two_threads", "gemv", "batched", "batch_on_threads"])
 def test_subnormal_contraction_results_flush_like_jax(shapes, dtype):
     """Every product is 1e-40 (subnormal): jax.jit flushes it to zero, and so
     must tdf on every library route, including the parts the libraries'

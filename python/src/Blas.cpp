@@ -29,8 +29,10 @@
 // of the `scipy-openblas32` package, whose symbols carry a `scipy_` prefix;
 // `blas_load_bf16`: oneDNN's `libdnnl.so` of the `onednn-cpu-gomp` package);
 // the thread count is OpenBLAS's (`blas_set_threads`), and each oneDNN call
-// runs with the same count (its OpenMP threads, set per calling thread). A
-// forked child does not use oneDNN (GNU OpenMP hangs after a fork).
+// runs with the same count (its OpenMP threads, set per calling thread); a
+// batch loop of GEMMs too small for several threads each runs its GEMMs on
+// those OpenMP threads side by side (runBatchOnThreads). A forked child does
+// not use oneDNN (GNU OpenMP hangs after a fork).
 //
 //===----------------------------------------------------------------------===//
 
@@ -187,10 +189,17 @@ struct OneDnn {
   // count is a per-thread setting there.
   void (*setThreads)(int) = nullptr;
   int (*maxThreads)() = nullptr;
+  // libgomp's parallel region (GOMP_parallel) and thread number: a batch of
+  // small GEMMs runs on the library's threads, one GEMM per thread at a time.
+  void (*parallel)(void (*)(void *), void *, unsigned, unsigned) = nullptr;
+  int (*threadNum)() = nullptr;
+  int (*numThreads)() = nullptr;
 };
 
 OneDnn oneDnn;
 std::atomic<bool> oneDnnReady{false};
+/// Batches run on oneDNN's threads (runBatchOnThreads), for tests.
+std::atomic<int64_t> threadedBatches{0};
 
 /// The thread count of the contraction running on this thread (0: the
 /// BLAS's own), for the library calls it makes.
@@ -216,6 +225,11 @@ std::string loadOneDnn(const std::string &path) {
   // Found through the library's dependencies (libgomp).
   lib.setThreads = symbol<void (*)(int)>(handle, "omp_set_num_threads");
   lib.maxThreads = symbol<int (*)()>(handle, "omp_get_max_threads");
+  // Optional: without them a batch of GEMMs runs one after the other.
+  lib.parallel = symbol<void (*)(void (*)(void *), void *, unsigned, unsigned)>(
+      handle, "GOMP_parallel");
+  lib.threadNum = symbol<int (*)()>(handle, "omp_get_thread_num");
+  lib.numThreads = symbol<int (*)()>(handle, "omp_get_num_threads");
   if (!lib.sgemm || !lib.bf16gemm || !lib.setThreads || !lib.maxThreads) {
     dlclose(handle);
     return "'" + path +
@@ -757,6 +771,94 @@ bool oneDnnGemm(Matrix a, Matrix b, Matrix c, bool accumulate,
   return status == 0;
 }
 
+/// The GEMMs of one batch loop, each small enough for one thread (see
+/// callThreadsFor) and together worth several, run on oneDNN's OpenMP threads
+/// (one region of libgomp's, the threads oneDNN's own GEMMs use: the two never
+/// oversubscribe the cores), each thread a contiguous run of the steps with
+/// the caller's MXCSR. Only when every step is a oneDNN GEMM of direct
+/// operands (nothing to pack: no allocation, which could longjmp, on a
+/// worker) and distinct steps write disjoint parts of C. `operands(step, a,
+/// b, c)` gives step's operands and whether it accumulates. Returns the
+/// steps done (one flag each; a step oneDNN refused is left to the caller),
+/// or nullptr when the batch is not run this way.
+template <typename Operands> struct BatchWork {
+  const Operands *operands;
+  int64_t total;
+  unsigned mxcsr;
+  char *done;
+};
+
+template <typename Operands> void batchWorker(void *data) {
+  auto &work = *static_cast<BatchWork<Operands> *>(data);
+  unsigned saved = _mm_getcsr();
+  _mm_setcsr(work.mxcsr);
+  int64_t team = std::max(1, oneDnn.numThreads()), at = oneDnn.threadNum();
+  for (int64_t step = work.total * at / team,
+               end = work.total * (at + 1) / team;
+       step < end; ++step) {
+    Matrix a, b, c;
+    bool accumulate = (*work.operands)(step, a, b, c);
+    Scratch unused; // direct operands: oneDnnGemm packs nothing
+    work.done[step] = oneDnnGemm(a, b, c, accumulate, unused);
+  }
+  _mm_setcsr(saved);
+}
+
+template <typename Operands>
+char *runBatchOnThreads(const Contraction &op, const int *outer, int nOuter,
+                        int64_t total, int64_t m, int64_t n, int64_t k,
+                        const Operands &operands, Scratch &scratch) {
+  const OneDnn &lib = oneDnn;
+  if (!oneDnnReady.load() || !lib.parallel || !lib.threadNum ||
+      !lib.numThreads || total < 2 || m < 2 || n < 2 || op.type[2] != F32 ||
+      op.type[0] != op.type[1] || (op.type[0] != F32 && op.type[0] != BF16))
+    return nullptr;
+  int64_t es = elementBytes(op.type[0]);
+  if (callThreadsFor(m, n, k, 1, es) != 1)
+    return nullptr; // each GEMM takes the threads itself
+  int64_t threads = callThreadsFor(m, n, k, total, es);
+  if (threads == 0)
+    threads = library.getThreads ? library.getThreads() : 1;
+  threads = std::min<int64_t>(threads, total);
+  if (threads < 2)
+    return nullptr;
+  // No outer sum (steps would accumulate into the same C), and the steps'
+  // parts of C disjoint: each outer stride of C (sorted) at least the
+  // extent of what the smaller ones span.
+  int64_t cStrides[kMaxDims], cSizes[kMaxDims];
+  for (int i = 0; i < nOuter; ++i) {
+    const Dim &d = op.dims[outer[i]];
+    if (d.kind == K || d.stride[2] <= 0)
+      return nullptr;
+    cStrides[i] = d.stride[2];
+    cSizes[i] = d.size;
+  }
+  for (int i = 1; i < nOuter; ++i)
+    for (int j = i; j > 0 && cStrides[j] < cStrides[j - 1]; --j) {
+      std::swap(cStrides[j], cStrides[j - 1]);
+      std::swap(cSizes[j], cSizes[j - 1]);
+    }
+  Matrix a, b, c;
+  operands(0, a, b, c);
+  int64_t extent = (c.rows - 1) * c.rowStride + (c.cols - 1) * c.colStride + 1;
+  for (int i = 0; i < nOuter; ++i) {
+    if (cStrides[i] < extent)
+      return nullptr;
+    extent += (cSizes[i] - 1) * cStrides[i];
+  }
+  auto noPacking = [](const Matrix &x) {
+    return leadingDim(x, true, false) >= 0 || leadingDim(x, true, true) >= 0;
+  };
+  if (!noPacking(a) || !noPacking(b))
+    return nullptr;
+  char *done = static_cast<char *>(scratch.get(total));
+  std::memset(done, 0, size_t(total));
+  BatchWork<Operands> work{&operands, total, _mm_getcsr(), done};
+  lib.parallel(&batchWorker<Operands>, &work, unsigned(threads), 0);
+  threadedBatches.fetch_add(1);
+  return done;
+}
+
 template <typename T> void run(Contraction op) {
   Scratch scratch;
   int core[4] = {-1, pickCore(op, M), pickCore(op, N), pickCore(op, K)};
@@ -789,40 +891,50 @@ template <typename T> void run(Contraction op) {
   char *cTemp =
       cDirect ? nullptr : static_cast<char *>(scratch.get(m * n * es[2]));
 
-  int64_t idx[kMaxDims] = {0};
   int64_t total = 1;
   for (int i = 0; i < nOuter; ++i)
     total *= op.dims[outer[i]].size;
-  for (int64_t step = 0; step < total; ++step) {
+  // The operands of batch step `step` (a linear index of the outer
+  // dimensions) and whether it accumulates into C.
+  auto operands = [&](int64_t step, Matrix &a, Matrix &b, Matrix &c) {
     int64_t off[3] = {0, 0, 0}, rem = step;
     bool laterK = false;
     for (int i = nOuter - 1; i >= 0; --i) {
       const Dim &d = op.dims[outer[i]];
-      idx[i] = rem % d.size;
+      int64_t at = rem % d.size;
       rem /= d.size;
       for (int o = 0; o < 3; ++o)
-        off[o] += idx[i] * d.stride[o];
-      laterK |= d.kind == K && idx[i] != 0;
+        off[o] += at * d.stride[o];
+      laterK |= d.kind == K && at != 0;
     }
-    bool accumulate = op.accumulate || laterK;
-    Matrix a{op.base[0] + off[0] * es[0],
-             op.type[0],
-             m,
-             k,
-             stride(M, 0),
-             stride(K, 0)};
-    Matrix b{op.base[1] + off[1] * es[1],
-             op.type[1],
-             k,
-             n,
-             stride(K, 1),
-             stride(N, 1)};
-    Matrix c{op.base[2] + off[2] * es[2],
-             op.type[2],
-             m,
-             n,
-             stride(M, 2),
-             stride(N, 2)};
+    a = Matrix{op.base[0] + off[0] * es[0],
+               op.type[0],
+               m,
+               k,
+               stride(M, 0),
+               stride(K, 0)};
+    b = Matrix{op.base[1] + off[1] * es[1],
+               op.type[1],
+               k,
+               n,
+               stride(K, 1),
+               stride(N, 1)};
+    c = Matrix{op.base[2] + off[2] * es[2],
+               op.type[2],
+               m,
+               n,
+               stride(M, 2),
+               stride(N, 2)};
+    return op.accumulate || laterK;
+  };
+  const char *done = cDirect ? runBatchOnThreads(op, outer, nOuter, total, m, n,
+                                                 k, operands, scratch)
+                             : nullptr;
+  for (int64_t step = 0; step < total; ++step) {
+    if (done && done[step])
+      continue;
+    Matrix a, b, c;
+    bool accumulate = operands(step, a, b, c);
     Scratch packs;
     Matrix target = cDirect ? c : Matrix{cTemp, op.type[2], m, n, n, 1};
     if (!cDirect && accumulate)
@@ -1029,6 +1141,10 @@ void registerBlas(nb::module_ &m) {
       "blas_loaded",
       []() { return libraryReady.load() ? library.path : std::string(); },
       "The path of the loaded BLAS, or '' when none is.");
+  m.def(
+      "blas_threaded_batches", []() { return threadedBatches.load(); },
+      "How many batches of small GEMMs ran on oneDNN's threads (one GEMM "
+      "per thread at a time) in this process.");
   m.def(
       "blas_set_threads",
       [](int threads) {
