@@ -48,7 +48,7 @@ from mlir.dialects import arith, func, memref
 from ..vocabulary import ARENA_ATTR, CONTRACT, MEMREF_VIEW_OPS, RUNTIME_FUNCTIONS
 from ._runtime_sites import declare
 from .analysis.contractions import CONTRACTION_OPS, MAX_DIMS, TYPE_CODES, classify, is_strided
-from .ir_utils import collect_ops, defining_op, iterator_types
+from .ir_utils import collect_ops, defining_op, iterator_types, op_key
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["contractions_to_blas", "contraction_flags"]
@@ -95,31 +95,38 @@ def _root(value):
     return value
 
 
-def _zero_fill_before(op, c, inputs):
+def _fills_before(ops) -> dict:
+    """For each op of ``ops`` (one block's, in order): the ``linalg.fill``
+    nearest before it with only :data:`_PURE` ops in between, keyed by
+    :func:`op_key` (one scan of the block, not one per contraction)."""
+    fills, last = {}, None
+    for candidate in ops:
+        candidate = candidate.operation
+        name = candidate.name
+        if last is not None:
+            fills[op_key(candidate)] = last
+        if name == "linalg.fill":
+            last = candidate
+        elif name not in _PURE:
+            last = None
+    return fills
+
+
+def _zero_fill_before(op, c, inputs, fills: dict):
     """The ``linalg.fill`` of zero into ``c`` (a fresh allocation or arena
-    view, or a view of one, that no input views) right before ``op``, or
-    None."""
+    view, or a view of one, that no input views) right before ``op``
+    (``fills``: :func:`_fills_before` of its block), or None."""
     root = _root(c)
     if not _fresh(root) or any(_root(v) == root for v in inputs):
         return None
-    prev = op.operation
-    block = op.operation.block
-    ops = list(block.operations)
-    index = next(i for i, o in enumerate(ops) if o.operation == prev)
-    for candidate in reversed(ops[:index]):
-        name = candidate.operation.name
-        if name == "linalg.fill":
-            fill = candidate.operation
-            if list(fill.operands)[1] != c:
-                return None
-            value = defining_op(list(fill.operands)[0])
-            if value is None or value.name != "arith.constant":
-                return None
-            attr = value.attributes["value"]
-            return fill if isinstance(attr, ir.FloatAttr) and attr.value == 0.0 else None
-        if name not in _PURE:
-            return None
-    return None
+    fill = fills.get(op_key(op.operation))
+    if fill is None or list(fill.operands)[1] != c:
+        return None
+    value = defining_op(list(fill.operands)[0])
+    if value is None or value.name != "arith.constant":
+        return None
+    attr = value.attributes["value"]
+    return fill if isinstance(attr, ir.FloatAttr) and attr.value == 0.0 else None
 
 
 def _has_reduction(op) -> bool:
@@ -150,12 +157,10 @@ def _operand_layout(value, amap):
     return _i64(pointer), _i64(offset), dims
 
 
-def _rewrite(contraction, threads: int) -> None:
+def _rewrite(contraction, threads: int, fill) -> None:
     op = contraction.op
-    a, b, c = contraction.operands
     with ir.InsertionPoint(op), op.location:
-        fill = _zero_fill_before(op, c, (a, b))
-        layouts = [_operand_layout(v, m) for v, m in zip((a, b, c), contraction.maps)]
+        layouts = [_operand_layout(v, m) for v, m in zip(contraction.operands, contraction.maps)]
         zero = _const(0)
         args = [_const(contraction_flags(contraction.types, contraction.kinds,
                                          accumulate=fill is None, threads=threads))]
@@ -207,6 +212,19 @@ def contractions_to_blas(op, ctx: PassContext) -> None:
         return
     declare(op, CONTRACT)  # op is the module
     assert RUNTIME_FUNCTIONS[CONTRACT] == 8 + 4 * MAX_DIMS
+    # The fills first: a rewrite adds ops before its contraction and erases
+    # it and its own fill, which is no other contraction's.
+    scans: dict = {}  # op_key of a block's first op -> _fills_before
+    fills = []
     for contraction in found:
-        _rewrite(contraction, threads)
+        target = contraction.op.operation
+        ops = target.block.operations
+        key = op_key(ops[0])
+        if key not in scans:
+            scans[key] = _fills_before(ops)
+        scan = scans[key]
+        a, b, c = contraction.operands
+        fills.append(_zero_fill_before(target, c, (a, b), scan))
+    for contraction, fill in zip(found, fills):
+        _rewrite(contraction, threads, fill)
     ctx.statistic("contractions", len(found))

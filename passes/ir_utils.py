@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from mlir import ir
 from mlir.dialects import arith, linalg, memref, tensor
 
+from .. import _tdf
 from ..vocabulary import MEMREF_VIEW_OPS
 
 __all__ = ["collect_ops", "function_bodies", "ancestor_in", "lookup_symbol", "is_tensor",
@@ -39,16 +40,9 @@ def collect_ops(root, names: str | Iterable[str] | None = None,
     """The ops at or under ``root`` (post-order, as ``Operation.walk``) whose
     name is ``names`` (one name or a collection; None: any) and for which
     ``where(op)`` holds (None: always)."""
-    wanted = {names} if isinstance(names, str) else (set(names) if names is not None else None)
-    found = []
-
-    def visit(op):
-        if (wanted is None or op.name in wanted) and (where is None or where(op)):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.operation.walk(visit)
-    return found
+    wanted = [names] if isinstance(names, str) else (list(names) if names is not None else None)
+    found = _tdf.collect_ops(root.operation, wanted)
+    return found if where is None else [op for op in found if where(op)]
 
 
 def defining_op(value):

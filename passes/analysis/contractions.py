@@ -51,7 +51,7 @@ class Contraction:
     (:data:`BATCH`, :data:`M`, :data:`N`, :data:`K`), ``maps`` the indexing
     maps of A, B and C, ``types`` their element types."""
 
-    op: object
+    op: ir.Operation
     kinds: list[int]
     maps: list
     types: tuple[str, str, str]

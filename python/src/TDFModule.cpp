@@ -11,12 +11,16 @@
 #include "mlir/Bindings/Python/Nanobind.h"
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 namespace nb = nanobind;
 
@@ -223,6 +227,33 @@ void registerObjectLoader(nb::module_ &m) {
   m.def("host_cpu", &tdfpy::hostCPU,
         "The process triple, host CPU name and sorted CPU features, as "
         "LLVM's code generator sees them.");
+  m.def(
+      "collect_ops",
+      [](MlirOperation root, std::optional<std::vector<std::string>> names) {
+        // The walk and the name test in C++: a Python callback per op
+        // (Operation.walk) costs more than most passes' own work.
+        struct Walk {
+          const std::vector<std::string> *names;
+          std::vector<MlirOperation> found;
+        } walk{names ? &*names : nullptr, {}};
+        mlirOperationWalk(
+            root,
+            [](MlirOperation op, void *data) {
+              auto &walk = *static_cast<Walk *>(data);
+              MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+              std::string_view view(name.data, name.length);
+              if (!walk.names ||
+                  std::find(walk.names->begin(), walk.names->end(), view) !=
+                      walk.names->end())
+                walk.found.push_back(op);
+              return MlirWalkResultAdvance;
+            },
+            &walk, MlirWalkPostOrder);
+        return walk.found;
+      },
+      nb::arg("root"), nb::arg("names").none(),
+      "The ops at or under `root`, in post-order, whose name is one of "
+      "`names` (None: every op).");
 }
 
 } // namespace

@@ -278,7 +278,10 @@ def _entries(module, filename: str) -> dict:
 
 
 def _run(module, passes: list[str], filename: str) -> None:
-    run_pipeline(module, "builtin.module(" + ", ".join(passes) + ")", filename=filename)
+    """Runs one stage; the IR is verified at its end (after every pass with
+    ``TDF_VERIFY_EACH`` set and not ``0``, for debugging a pass)."""
+    run_pipeline(module, "builtin.module(" + ", ".join(passes) + ")", filename=filename,
+                 verify_each=os.environ.get("TDF_VERIFY_EACH", "0") not in ("", "0"))
 
 
 def _run_inplace_stage(module, passes: list[str], filename: str):

@@ -38,13 +38,19 @@ class capture_diagnostics:
 
 
 def run_pipeline(module, pipeline: str, filename: str | None = None,
-                 diagnostics: list | None = None) -> None:
+                 diagnostics: list | None = None, verify_each: bool = True) -> None:
     """Runs the textual ``pipeline`` (e.g.
     ``"builtin.module(tdf-donate, one-shot-bufferize{bufferize-function-boundaries})"``)
     on ``module`` (an ``ir.Module`` or ``ir.Operation``), in place.
 
+    ``verify_each`` (default true, as ``mlir-opt --verify-each``) verifies
+    the IR after every pass; false verifies it once, after the last pass
+    (what ``tdf.compile`` does: the verifier run after each of a stage's
+    dozens of passes is a fifth of its time on a large module).
+
     Raises :class:`tdf.PipelineError` when the pipeline does not parse (unknown
-    pass, bad option, not valid UTF-8, nested too deep) or a pass fails; the
+    pass, bad option, not valid UTF-8, nested too deep) or a pass fails or
+    leaves invalid IR; the
     error lists the diagnostics as ``file:line:col: error: ...``. Raises
     ``TypeError`` for an argument of the wrong type. Warnings and remarks emitted by passes that
     succeed are appended to ``diagnostics`` when a list is given.
@@ -80,8 +86,11 @@ def run_pipeline(module, pipeline: str, filename: str | None = None,
         except ValueError as err:
             raise PipelineError(f"invalid pass pipeline {pipeline!r}: {err}",
                                 captured.records) from None
+        pm.enable_verifier(verify_each)
         try:
             pm.run(op)
+            if not verify_each:
+                op.verify()
         except ir.MLIRError as err:
             records = captured.records or [
                 DiagnosticRecord.from_mlir(d, filename) for d in err.error_diagnostics]
