@@ -461,12 +461,6 @@ def conv_configs(draw):
     lhs_dil = [draw(st.integers(1, 2)) for _ in range(nsp)]
     rhs_dil = [draw(st.integers(1, 2)) for _ in range(nsp)]
     padding = [(draw(st.integers(-1, 3)), draw(st.integers(-1, 3))) for _ in range(nsp)]
-    # the padded, dilated input must hold one dilated window
-    for i in range(nsp):
-        size = (spatial[i] - 1) * lhs_dil[i] + 1 + sum(padding[i])
-        need = (kernel[i] - 1) * rhs_dil[i] + 1
-        if size < need:
-            padding[i] = (padding[i][0], padding[i][1] + need - size)
     letters = "DHW"[-nsp:] if nsp < 3 else "DHW"
     if layout == "channels_last":
         specs = ("N" + letters + "C", letters + "IO", "N" + letters + "C")
@@ -477,6 +471,18 @@ def conv_configs(draw):
         kperm = draw(st.permutations(list("OI" + letters)))
         operm = draw(st.permutations(list("NC" + letters)))
         specs = ("".join(perm), "".join(kperm), "".join(operm))
+    # The padded, dilated input must hold one dilated window. JAX numbers the
+    # spatial dimensions (padding, strides, dilations) in the kernel spec's
+    # order; _operands gives spatial[j] to the lhs spec's j-th spatial
+    # letter and kernel[j] to the kernel spec's.
+    lhs_letters = [ch for ch in specs[0] if ch not in "NC"]
+    rhs_letters = [ch for ch in specs[1] if ch not in "OI"]
+    for i in range(nsp):
+        side = spatial[lhs_letters.index(rhs_letters[i])]
+        size = (side - 1) * lhs_dil[i] + 1 + sum(padding[i])
+        need = (kernel[i] - 1) * rhs_dil[i] + 1
+        if size < need:
+            padding[i] = (padding[i][0], padding[i][1] + need - size)
     kw = dict(window_strides=tuple(strides), padding=tuple(padding), lhs_dilation=tuple(lhs_dil),
               rhs_dilation=tuple(rhs_dil), dimension_numbers=specs,
               feature_group_count=groups if groups_kind == "feature" else 1,
