@@ -29,6 +29,7 @@ from . import (  # noqa: F401
     donate,
     drop_donated_results,
     expand_math,
+    fuse_multiply_add,
     gpu_check_host_access,
     gpu_coalesce,
     gpu_device_memory,

@@ -198,6 +198,7 @@ LOWER_TO_LLVM = [
     "convert-func-to-llvm",
     "convert-cf-to-llvm",
     "reconcile-unrealized-casts",
+    "tdf-fuse-multiply-add",
     "tdf-arena-alias-scopes",
 ]
 

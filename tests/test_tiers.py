@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tdf
 import tdf.jax
@@ -60,7 +62,9 @@ def test_tiered_program_switches_to_optimized_code_and_stays_right(held):
     np.testing.assert_allclose(first, expected, rtol=1e-5, atol=1e-5)
     held.set()
     assert prog.wait_optimized(120) and prog.optimized
-    np.testing.assert_allclose(np.asarray(prog.main(x, w)), expected, rtol=1e-5, atol=1e-5)
+    # The same bits before and after the switch (tdf-fuse-multiply-add: no
+    # rounding left to the optimisation level).
+    np.testing.assert_array_equal(np.asarray(prog.main(x, w)), first)
     np.testing.assert_array_equal(x, before[0])
     np.testing.assert_array_equal(w, before[1])
 
@@ -102,6 +106,30 @@ def test_tiered_program_caches_the_optimized_code(tmp_path, monkeypatch):
     again = compiled(True)
     assert again.report().from_cache and again.optimized  # a hit is the optimized code
     np.testing.assert_array_equal(np.asarray(again.main(x, w)), np.asarray(prog.main(x, w)))
+
+
+@st.composite
+def _multiply_adds(draw, depth=3):
+    """A random expression of +, -, * over inputs a, b, c (as text)."""
+    if depth == 0 or draw(st.booleans()):
+        return draw(st.sampled_from("abc"))
+    op = draw(st.sampled_from("+-*"))
+    return f"({draw(_multiply_adds(depth - 1))} {op} {draw(_multiply_adds(depth - 1))})"
+
+
+@settings(max_examples=25, deadline=None)
+@given(_multiply_adds(), st.sampled_from([np.float32, np.float64]))
+def test_every_opt_level_rounds_alike_and_like_jax(expr, dtype):
+    """Multiply-adds (``fastmath<contract>``) fuse at every opt level, as
+    jax.jit fuses them: -O0 and -O2 code give jax.jit's bits exactly."""
+    fn = eval(f"lambda a, b, c: {expr}")  # noqa: S307 (drawn from +-* and abc)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(4099).astype(dtype) for _ in range(3)]
+    with jax.enable_x64(dtype == np.float64):
+        expected = np.asarray(jax.jit(fn)(*xs))
+        for level in (0, 2):
+            got = np.asarray(tdf.jax.jit(fn, opt_level=level)(*xs))
+            np.testing.assert_array_equal(got, expected, err_msg=f"{expr} at -O{level}")
 
 
 def test_negative_untiered_and_level_zero_programs_are_optimized_at_once(monkeypatch):
