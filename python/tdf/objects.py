@@ -86,8 +86,11 @@ def link(objects: list[bytes], entries, jit_libs: list, parallel: bool, counter=
     sink = _Symbols()
     register_runtime_symbols(sink)
     if parallel:
+        # The execute functions through counting wrappers: code is freed
+        # only when no worker can still be running it (ObjectLoader.cpp).
         for name, address in jit_symbols.async_runtime_symbols().items():
-            sink.raw_register_runtime(name, ctypes.c_void_p(address))
+            sink.raw_register_runtime(
+                name, ctypes.c_void_p(_tdf.wrap_async_execute(name, address)))
     if counter is not None:
         counter.register(sink)
     return _tdf.load_object(list(objects), sorted(sink.symbols.items()), list(jit_libs),
