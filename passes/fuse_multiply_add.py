@@ -1,6 +1,6 @@
 """``tdf-fuse-multiply-add``: contractable multiply-adds of the LLVM dialect
-become ``llvm.intr.fma`` before LLVM sees them, and no ``contract`` flag is
-left: the rounding of a program no longer depends on the optimisation level.
+become ``llvm.intr.fma`` before LLVM sees them, so that their rounding does
+not depend on LLVM's optimisation level.
 
 The JAX frontend marks float ``add``/``sub``/``mul`` ``fastmath<contract>``
 (XLA:CPU compiles with LLVM's ``fp-contract=fast``: ``a * b + c`` rounds
@@ -14,13 +14,20 @@ x86), so that every opt level computes the same thing:
 - ``fadd (fmul x, y), z`` → ``fma(x, y, z)``; else
   ``fadd z, (fmul x, y)`` → ``fma(x, y, z)``;
 - ``fsub (fmul x, y), z`` → ``fma(x, y, -z)``; else
-  ``fsub z, (fmul x, y)`` → ``fma(-x, y, z)``;
+  ``fsub z, (fmul x, y)`` → ``fma(-x, y, z)``; else
+  ``fsub (fneg (fmul x, y)), z`` → ``fma(-x, y, -z)``;
+- an ``fneg`` operand with no other use first turns the op around, as the
+  combiner canonicalizes: ``a + -b`` is ``a - b``, ``-a + b`` is ``b - a``,
+  ``a - -b`` is ``a + b``;
 
 where both ops carry ``contract`` (or ``fast``), the ``fmul`` has no other
-use and is in the same block (the combiner sees one block at a time). Then
-``contract`` is dropped from the flags of every ``fadd``, ``fsub``, ``fmul``
-and ``fneg`` (an ``fmul`` with several uses stays unfused at every level;
-``fast``, which tdf does not emit, is left alone). Runs last in the LLVM lowering. Statistic
+use and is in the same block (the combiner sees one block at a time). The
+flags of what is left are kept: LLVM's optimizer also contracts a float16 or
+bfloat16 product that the frontend computes in float32 and rounds
+(``fpext(fptrunc(fmul))``: it narrows the product, then fuses the extension
+into the add), which is how ``jax.jit`` rounds such programs; that case
+alone still rounds differently at ``-O0`` (``docs/Runtime.md``).
+Runs last in the LLVM lowering. Statistic
 ``fused``.
 
 Before::
@@ -77,32 +84,56 @@ def _neg(x, loc):
     return ir.Operation.create("llvm.fneg", results=[x.type], operands=[x], loc=loc).result
 
 
+def _negated(value, add):
+    """The ``llvm.fneg`` defining ``value`` when ``value`` has no other use
+    and is in ``add``'s block (the combiner rewrites ``a + -b`` as ``a - b``
+    and ``-a + b`` as ``b - a`` before it fuses), or None."""
+    neg = defining_op(value)
+    if neg is None or neg.name != "llvm.fneg":
+        return None
+    if len(list(value.uses)) != 1 or neg.block != add.block:
+        return None
+    return neg
+
+
 def _fuse(add) -> bool:
-    lhs, rhs = add.operands[0], add.operands[1]
-    first, second = _fusable_product(lhs, add), _fusable_product(rhs, add)
-    if first is None and second is None:
-        return False
+    subtract = add.name == "llvm.fsub"
+    x, y = add.operands[0], add.operands[1]
+    negs = []
+    # The combiner's canonical forms first: a + -b -> a - b, -a + b -> b - a,
+    # a - -b -> a + b.
+    if (neg := _negated(y, add)) is not None:
+        subtract, y, negs = not subtract, neg.operands[0], [neg]
+    elif not subtract and (neg := _negated(x, add)) is not None:
+        subtract, x, y, negs = True, y, neg.operands[0], [neg]
     loc = add.location
+    fused = None
     with ir.InsertionPoint(add):
-        if first is not None:
-            x, y = first.operands[0], first.operands[1]
-            z = rhs if add.name == "llvm.fadd" else _neg(rhs, loc)
-            fused, mul = _fma(x, y, z, loc), first
-        else:
-            x, y = second.operands[0], second.operands[1]
-            if add.name == "llvm.fsub":
-                x = _neg(x, loc)
-            fused, mul = _fma(x, y, lhs, loc), second
+        if (mul := _fusable_product(x, add)) is not None:  # x*y' + z, x*y' - z
+            fused = _fma(mul.operands[0], mul.operands[1], _neg(y, loc) if subtract else y, loc)
+            muls = [mul]
+        elif (mul := _fusable_product(y, add)) is not None:  # z + x*y', z - x*y'
+            first = _neg(mul.operands[0], loc) if subtract else mul.operands[0]
+            fused = _fma(first, mul.operands[1], x, loc)
+            muls = [mul]
+        elif subtract and (neg := _negated(x, add)) is not None and \
+                (mul := _fusable_product(neg.operands[0], add)) is not None:
+            # -(x*y') - z
+            fused = _fma(_neg(mul.operands[0], loc), mul.operands[1], _neg(y, loc), loc)
+            negs, muls = negs + [neg], [mul]
+    if fused is None:
+        return False
     add.results[0].replace_all_uses_with(fused)
     add.erase()
-    mul.erase()
+    for dead in negs + muls:  # their one use was the add (or the fneg before)
+        dead.erase()
     return True
 
 
 @register_pass(
     "tdf-fuse-multiply-add",
-    "Contractable fmul + fadd/fsub pairs to llvm.intr.fma, contract flags dropped "
-    "(the same rounding at every opt level)",
+    "Contractable fmul + fadd/fsub pairs to llvm.intr.fma (the same rounding at every "
+    "opt level)",
     statistics=[("fused", "multiply-adds fused into llvm.intr.fma")],
 )
 def fuse_multiply_add(op, ctx: PassContext) -> None:
@@ -110,10 +141,3 @@ def fuse_multiply_add(op, ctx: PassContext) -> None:
     for add in collect_ops(op, ("llvm.fadd", "llvm.fsub")):
         if _contractable(add) and _fuse(add):
             ctx.statistic("fused")
-    for flagged in collect_ops(op, ("llvm.fadd", "llvm.fsub", "llvm.fmul", "llvm.fneg")):
-        flags = _flags(flagged)
-        if "contract" not in flags:
-            continue
-        kept = [f for f in flags if f != "contract"]
-        flagged.attributes[_FLAGS] = ir.Attribute.parse(
-            f"#llvm.fastmath<{', '.join(kept) or 'none'}>")

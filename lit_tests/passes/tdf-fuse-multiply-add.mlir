@@ -16,7 +16,6 @@
 // CHECK:       %[[S3:.*]] = llvm.intr.fma(%[[NB]], %[[A]], %[[C]]) : (f32, f32, f32) -> f32
 // CHECK:       %[[S4:.*]] = llvm.intr.fma(%[[V]], %[[W]], %[[W]]) : (vector<4xf64>, vector<4xf64>, vector<4xf64>) -> vector<4xf64>
 // CHECK-NOT:   llvm.fmul
-// CHECK-NOT:   contract
 // CHECK:       llvm.return
 llvm.func @pairs(%a: f32, %b: f32, %c: f32, %v: vector<4xf64>, %w: vector<4xf64>) -> !llvm.struct<(f32, f32, f32, f32, vector<4xf64>)> {
   %m0 = llvm.fmul %a, %b {fastmathFlags = #llvm.fastmath<contract>} : f32
@@ -44,7 +43,7 @@ llvm.func @pairs(%a: f32, %b: f32, %c: f32, %v: vector<4xf64>, %w: vector<4xf64>
 
 // CHECK-LABEL: llvm.func @two_products
 // CHECK-SAME:  (%[[A:.*]]: f32, %[[B:.*]]: f32)
-// CHECK:       %[[R:.*]] = llvm.fmul %[[B]], %[[B]] : f32
+// CHECK:       %[[R:.*]] = llvm.fmul %[[B]], %[[B]] {fastmathFlags = #llvm.fastmath<contract>} : f32
 // CHECK:       %[[S:.*]] = llvm.intr.fma(%[[A]], %[[A]], %[[R]])
 // CHECK:       llvm.return %[[S]]
 llvm.func @two_products(%a: f32, %b: f32) -> f32 {
@@ -57,30 +56,29 @@ llvm.func @two_products(%a: f32, %b: f32) -> f32 {
 // -----
 
 // negative_: a product with another use, a product or a sum without
-// `contract`, and a product in another block stay as they are (at every
-// opt level), and lose their `contract` flag; other flags are kept.
+// `contract`, and a product in another block stay as they are, flags and
+// all.
 
 // CHECK-LABEL: llvm.func @negative_not_fused
 // CHECK-NOT:   llvm.intr.fma
-// CHECK:       %[[M0:.*]] = llvm.fmul %{{.*}}, %{{.*}} : f32
-// CHECK:       llvm.fadd %[[M0]], %{{.*}} : f32
+// CHECK:       %[[M0:.*]] = llvm.fmul %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:       llvm.fadd %[[M0]], %{{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
 // CHECK:       llvm.fmul %[[M0]], %{{.*}} : f32
 // CHECK:       %[[M1:.*]] = llvm.fmul %{{.*}}, %{{.*}} : f32
-// CHECK:       llvm.fadd %[[M1]], %{{.*}} : f32
-// CHECK:       %[[M2:.*]] = llvm.fmul %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<nnan>} : f32
+// CHECK:       llvm.fadd %[[M1]], %{{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:       %[[M2:.*]] = llvm.fmul %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<nnan, contract>} : f32
 // CHECK:       llvm.fadd %[[M2]], %{{.*}} {fastmathFlags = #llvm.fastmath<afn>} : f32
 // CHECK:       %[[M3:.*]] = llvm.fmul
 // CHECK:       llvm.br ^bb1
 // CHECK:       ^bb1:
-// CHECK:       llvm.fadd %[[M3]], %{{.*}} : f32
-// CHECK-NOT:   contract
+// CHECK:       llvm.fadd %[[M3]], %{{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
 llvm.func @negative_not_fused(%a: f32, %b: f32, %c: f32) -> f32 {
   %m0 = llvm.fmul %a, %b {fastmathFlags = #llvm.fastmath<contract>} : f32
   %s0 = llvm.fadd %m0, %c {fastmathFlags = #llvm.fastmath<contract>} : f32
   %t0 = llvm.fmul %m0, %s0 : f32
   %m1 = llvm.fmul %a, %c : f32
   %s1 = llvm.fadd %m1, %t0 {fastmathFlags = #llvm.fastmath<contract>} : f32
-  %m2 = llvm.fmul %b, %c {fastmathFlags = #llvm.fastmath<contract, nnan>} : f32
+  %m2 = llvm.fmul %b, %c {fastmathFlags = #llvm.fastmath<nnan, contract>} : f32
   %s2 = llvm.fadd %m2, %s1 {fastmathFlags = #llvm.fastmath<afn>} : f32
   %m3 = llvm.fmul %a, %s2 {fastmathFlags = #llvm.fastmath<contract>} : f32
   llvm.br ^bb1

@@ -7,8 +7,9 @@ prepared module (:func:`tdf.objects.prepare`, no MLIR context involved) at
 the requested ``opt_level``. Once that code is linked, every entry function
 switches to it (``NativeEntry.set_address``): calls already running finish
 on the old code, which stays loaded as long as the program. Both codes give
-the same bits (``tdf-fuse-multiply-add`` fixes the one rounding LLVM's
-optimisation level would change). The compilation
+the same bits on float32/float64 programs (``tdf-fuse-multiply-add`` fixes
+the rounding LLVM's optimisation level would change; see docs/Runtime.md
+for the float16/bfloat16 case left to LLVM). The compilation
 cache stores the optimized objects only, so a later process loads those.
 
 ``Program.optimized`` says whether the switch happened and
