@@ -237,6 +237,18 @@ std::string loadOneDnn(const std::string &path) {
            "omp_set_num_threads and omp_get_max_threads";
   }
   oneDnn = lib;
+  // GNU OpenMP's workers keep the MXCSR of the thread that created them:
+  // create them now, with flush-to-zero and denormals-are-zero as in
+  // compiled calls, so that their part of a GEMM flushes subnormal results
+  // whichever thread ran the first parallel region (as OpenBLAS's workers,
+  // started while it loads).
+  if (lib.parallel) {
+    unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | kFlushDenormals);
+    lib.parallel([](void *) {}, nullptr,
+                 unsigned(std::max(1, lib.maxThreads())), 0);
+    _mm_setcsr(saved);
+  }
   oneDnnReady.store(true);
   // GNU OpenMP does not survive fork(): a child whose parent ran a parallel
   // region hangs in its first one. A forked child runs every GEMM on
