@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     bounds_checks,
     check_sizes,
     contractions_to_blas,
+    contractions_to_cublas,
     donate,
     drop_donated_results,
     expand_math,

@@ -6,7 +6,8 @@ Runs after One-Shot Bufferize, before GPU mapping (the ``gpu`` stage of
 
 In every ``func.func`` with a body (all of them are host code that launches
 kernels once mapped): ``memref.alloc``/``alloca`` become ``gpu.alloc`` and
-``memref.dealloc`` ``gpu.dealloc``; ``memref.copy`` becomes ``linalg.copy``
+``memref.dealloc`` ``gpu.dealloc`` (``tdf-plan-memory``'s arena keeps its
+``tdf.arena`` attribute); ``memref.copy`` becomes ``linalg.copy``
 (mapped to a device kernel like any linalg op, counted as ``device-copies``:
 these are exactly the copies the in-place rules could not avoid). A buffer
 with a non-identity layout cannot be placed and is an error.
@@ -45,7 +46,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, linalg, memref
 
-from ..vocabulary import DONATE_ATTR, TRANSFER_ATTR, WRITABLE_ATTR
+from ..vocabulary import ARENA_ATTR, DONATE_ATTR, TRANSFER_ATTR, WRITABLE_ATTR
 from .ir_utils import arg_dicts, collect_ops, has_body, is_public
 from .registry import PassContext, register_pass
 
@@ -89,6 +90,8 @@ def _device_memory_in_body(func, ctx: PassContext) -> list:
                 dynamic = operands[: len([d for d in result.type.shape if ir.ShapedType.is_dynamic_size(d)])]
                 symbols = operands[len(dynamic):]
                 new = gpu.AllocOp(result.type, None, [], dynamic, symbols)
+                if ARENA_ATTR in op.attributes:  # tdf-plan-memory's arena stays one
+                    new.operation.attributes[ARENA_ATTR] = op.attributes[ARENA_ATTR]
                 result.replace_all_uses_with(new.results[0])
                 allocs.append(new.operation)
                 ctx.statistic("device-allocs")

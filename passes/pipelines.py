@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import contractions_to_cublas
 from .registry import PassOption, register_pipeline
 
 __all__ = [
@@ -408,6 +409,7 @@ PTX_VERSION = {
 PTX_VERSION["sm_90"] = 80
 
 FORMATS = ("isa", "bin", "fatbin")
+BLAS_CHOICES = ("auto", "true", "false")
 STAGES = ("bufferize", "gpu", "nvvm")
 _CHIP = re.compile(r"^sm_[0-9]{2,3}a?$")
 _TILES = re.compile(r"^[1-9][0-9]{0,3}(,[1-9][0-9]{0,3}){0,2}$")
@@ -416,6 +418,14 @@ _TILES = re.compile(r"^[1-9][0-9]{0,3}(,[1-9][0-9]{0,3}){0,2}$")
 def ptx_feature(chip: str) -> str:
     """The ``cubin-features`` string for ``chip``, e.g. ``+ptx80`` for sm_90."""
     return f"+ptx{PTX_VERSION[chip]}"
+
+
+def use_blas(choice: str) -> bool:
+    """Whether the ``blas`` option ``choice`` runs ``tdf-contractions-to-cublas``:
+    ``auto`` when cuBLAS loads here (:func:`~tdf.passes.contractions_to_cublas.cublas_available`)."""
+    if choice == "auto":
+        return contractions_to_cublas.cublas_available()[0]
+    return choice == "true"
 
 
 def validate_options(options: dict) -> None:
@@ -434,6 +444,9 @@ def validate_options(options: dict) -> None:
     if options["stop-at"] not in STAGES:
         raise ValueError(f"unknown stop-at '{options['stop-at']}' for tdf-lower-to-nvvm "
                          f"(expected one of: {', '.join(STAGES)})")
+    if options["blas"] not in BLAS_CHOICES:
+        raise ValueError(f"unknown blas '{options['blas']}' for tdf-lower-to-nvvm "
+                         f"(expected one of: {', '.join(BLAS_CHOICES)})")
     if not _TILES.match(options["tile-sizes"]):
         raise ValueError(f"bad tile-sizes '{options['tile-sizes']}' for tdf-lower-to-nvvm "
                          f"(expected 1 to 3 positive integers separated by commas)")
@@ -460,6 +473,7 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
                       "tdf-plan-memory, canonicalize"),
         ("gpu", ", ".join([
             "tdf-gpu-device-memory",
+            *(["tdf-contractions-to-cublas"] if use_blas(options["blas"]) else []),
             "func.func(convert-linalg-to-parallel-loops, canonicalize)",
             "tdf-gpu-coalesce",
             "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes="
@@ -489,6 +503,9 @@ NVVM_OPTIONS = [
     PassOption("opt-level", int, 3, "NVVM optimization level, 0 to 3"),
     PassOption("tile-sizes", str, "32,8", "Thread block shape, innermost (contiguous) dimension first"),
     PassOption("stop-at", str, "nvvm", "Last stage to run: bufferize, gpu or nvvm"),
+    PassOption("blas", str, "auto",
+               "Contractions through cuBLAS (tdf-contractions-to-cublas): true, false, or auto "
+               "(true when cuBLAS and the CUDA driver load on this machine)"),
 ]
 
 
@@ -513,6 +530,8 @@ def lower_to_nvvm_pipeline(options: dict) -> str:
        same buffer as the result;
     3. ``gpu``: ``tdf-gpu-device-memory`` makes every buffer a device buffer
        with explicit, counted host<->device transfers at the entry points;
+       with ``blas``, ``tdf-contractions-to-cublas`` turns each contraction
+       one cuBLAS call runs into a host call of ``tdf_gpu_contract``; other
        linalg ops on memrefs become ``scf.parallel`` loops (unit dimensions
        folded away), ``tdf-gpu-coalesce`` puts their dimensions innermost
        first, they are tiled (guards, no min/max bounds) and mapped
@@ -543,7 +562,12 @@ def lower_to_nvvm_pipeline(options: dict) -> str:
       contiguous dimension (``threadIdx.x``), the second along the next
       dimension, and so on;
     * ``stop-at`` (default ``nvvm``): ``bufferize``, ``gpu`` or ``nvvm``, the
-      last stage to run (``gpu`` leaves the GPU dialect for inspection).
+      last stage to run (``gpu`` leaves the GPU dialect for inspection);
+    * ``blas`` (default ``auto``): ``true`` runs contractions (matmul,
+      batch_matmul, transposed operands, bf16/f16 inputs of f32, ...)
+      through cuBLAS (``tdf-contractions-to-cublas``; the program then needs
+      cuBLAS where it runs), ``false`` makes them kernels, ``auto`` is
+      ``true`` when cuBLAS and the CUDA driver load on the compiling machine.
 
     Before (a donated element-wise chain, after ``tdf-insert-inplace``)::
 

@@ -36,6 +36,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Contraction.h"
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -56,6 +58,7 @@
 #include <xmmintrin.h>
 
 namespace nb = nanobind;
+using namespace tdfrt;
 
 extern "C" void tdf_rt_alloc_error(int64_t site, int64_t bytes);
 
@@ -290,12 +293,6 @@ struct BlasThreads {
 // Operands
 //===----------------------------------------------------------------------===//
 
-enum ElementType : int { F32 = 0, F64 = 1, BF16 = 2, F16 = 3 };
-enum DimKind : int { Batch = 0, M = 1, N = 2, K = 3 };
-constexpr int kMaxDims = 6;
-
-int64_t elementBytes(int type) { return type == F32 ? 4 : type == F64 ? 8 : 2; }
-
 double loadElement(const char *p, int type) {
   switch (type) {
   case F32:
@@ -312,20 +309,6 @@ double loadElement(const char *p, int type) {
     return float(*reinterpret_cast<const _Float16 *>(p));
   }
 }
-
-struct Dim {
-  int kind;
-  int64_t size;
-  int64_t stride[3]; // in elements, of A, B, C
-};
-
-/// A 2-d view of one operand for one call: element (r, c) at
-/// base + (r * rowStride + c * colStride) elements.
-struct Matrix {
-  const char *base;
-  int type;
-  int64_t rows, cols, rowStride, colStride;
-};
 
 /// The scratch buffers of one contraction (freed on every exit).
 struct Scratch {
@@ -347,27 +330,6 @@ struct Scratch {
   }
   ~Scratch() { release(); }
 };
-
-/// Leading dimension of `m` as a BLAS operand of storage order `rowMajor`
-/// with transpose flag `trans`, or -1 when that layout does not describe it.
-/// A unit dimension's stride is free (any valid leading dimension).
-int64_t leadingDim(const Matrix &m, bool rowMajor, bool trans) {
-  // Row-major no-trans and column-major trans: unit column stride, the row
-  // stride is the leading dimension (at least cols).
-  bool rowsLead = rowMajor != trans;
-  int64_t unit = rowsLead ? m.colStride : m.rowStride;
-  int64_t lead = rowsLead ? m.rowStride : m.colStride;
-  int64_t unitSize = rowsLead ? m.cols : m.rows;
-  int64_t leadSize = rowsLead ? m.rows : m.cols;
-  if (unit != 1 && unitSize > 1)
-    return -1;
-  int64_t least = std::max<int64_t>(1, unitSize);
-  if (leadSize <= 1)
-    return least;
-  if (lead < least || lead > INT32_MAX)
-    return -1;
-  return lead;
-}
 
 inline float toFloat(float v) { return v; }
 inline float toFloat(double v) { return float(v); }
@@ -443,18 +405,6 @@ Matrix pack(const Matrix &m, int type, Scratch &scratch) {
   return Matrix{static_cast<char *>(out), type, m.rows, m.cols, m.cols, 1};
 }
 
-/// Byte range [lo, hi) an operand covers over `dims`.
-void byteRange(const char *base, int operand, int64_t esize, const Dim *dims,
-               int rank, const char *&lo, const char *&hi) {
-  int64_t low = 0, high = 0;
-  for (int i = 0; i < rank; ++i) {
-    int64_t extent = (dims[i].size - 1) * dims[i].stride[operand];
-    (extent < 0 ? low : high) += extent;
-  }
-  lo = base + low * esize;
-  hi = base + (high + 1) * esize;
-}
-
 //===----------------------------------------------------------------------===//
 // One GEMM
 //===----------------------------------------------------------------------===//
@@ -528,14 +478,6 @@ bool direct(const Matrix &m, int cType, bool rowMajor) {
 // The contraction
 //===----------------------------------------------------------------------===//
 
-struct Contraction {
-  const char *base[3];
-  int type[3];
-  bool accumulate;
-  Dim dims[kMaxDims];
-  int rank;
-};
-
 /// Reference loops (any strides, any overlap): what the linalg op's loops
 /// compute, for shapes the library cannot take (sizes beyond 32 bits, a
 /// result with a zero or negative stride).
@@ -577,57 +519,6 @@ template <typename T> void reference(const Contraction &op) {
         reinterpret_cast<T *>(const_cast<char *>(op.base[2]) + off[2] * es[2]);
     *c = *c + a * b;
   }
-}
-
-/// Drops unit dimensions and merges dimensions of one kind that are
-/// contiguous in every operand (outer stride = inner size * inner stride).
-void simplify(Contraction &op) {
-  int rank = 0;
-  for (int i = 0; i < op.rank; ++i)
-    if (op.dims[i].size != 1)
-      op.dims[rank++] = op.dims[i];
-  op.rank = rank;
-  bool merged = true;
-  while (merged) {
-    merged = false;
-    for (int x = 0; x < op.rank && !merged; ++x)
-      for (int y = 0; y < op.rank && !merged; ++y) {
-        Dim &outer = op.dims[x], &inner = op.dims[y];
-        if (x == y || outer.kind != inner.kind)
-          continue;
-        bool contiguous = true;
-        for (int o = 0; o < 3; ++o)
-          contiguous &= outer.stride[o] == inner.size * inner.stride[o];
-        if (!contiguous)
-          continue;
-        inner.size *= outer.size;
-        op.dims[x] = op.dims[--op.rank];
-        merged = true;
-      }
-  }
-}
-
-/// The dimension of `kind` the GEMM takes: a unit stride in the operands
-/// that have it first, then the largest. -1 when there is none.
-int pickCore(const Contraction &op, int kind) {
-  int best = -1;
-  int64_t bestScore = -1;
-  for (int i = 0; i < op.rank; ++i) {
-    const Dim &d = op.dims[i];
-    if (d.kind != kind)
-      continue;
-    int units = 0;
-    for (int o = 0; o < 3; ++o)
-      units += d.stride[o] == 1;
-    // Units dominate, size breaks ties.
-    int64_t score =
-        int64_t(units) << 56 | std::min<int64_t>(d.size, (int64_t(1) << 55));
-    if (score > bestScore) {
-      bestScore = score;
-      best = i;
-    }
-  }
-  return best;
 }
 
 bool fitsBlas(const Contraction &op) {
@@ -1097,27 +988,14 @@ extern "C" void tdf_rt_contract(int64_t flags, int64_t a, int64_t aOffset,
                                 int64_t a3, int64_t b3, int64_t c3, int64_t s4,
                                 int64_t a4, int64_t b4, int64_t c4, int64_t s5,
                                 int64_t a5, int64_t b5, int64_t c5) {
-  Contraction op;
-  op.type[0] = int(flags & 15);
-  op.type[1] = int((flags >> 4) & 15);
-  op.type[2] = int((flags >> 8) & 15);
-  op.accumulate = (flags >> 12) & 1;
-  op.rank = int(std::min<int64_t>(std::max<int64_t>(rank, 0), kMaxDims));
   const int64_t sizes[kMaxDims] = {s0, s1, s2, s3, s4, s5};
   const int64_t strides[kMaxDims][3] = {{a0, b0, c0}, {a1, b1, c1},
                                         {a2, b2, c2}, {a3, b3, c3},
                                         {a4, b4, c4}, {a5, b5, c5}};
-  for (int i = 0; i < op.rank; ++i) {
-    op.dims[i].kind = int((flags >> (16 + 2 * i)) & 3);
-    op.dims[i].size = sizes[i];
-    for (int o = 0; o < 3; ++o)
-      op.dims[i].stride[o] = strides[i][o];
-  }
   const int64_t pointers[3] = {a, b, c},
                 offsets[3] = {aOffset, bOffset, cOffset};
-  for (int o = 0; o < 3; ++o)
-    op.base[o] = reinterpret_cast<const char *>(pointers[o]) +
-                 offsets[o] * elementBytes(op.type[o]);
+  Contraction op =
+      decodeContraction(flags, pointers, offsets, rank, sizes, strides);
   // Threads of this call: the program's count, or (0) the process's; each
   // library call takes one thread when it is small (callThreadsFor).
   callThreads = int((flags >> 32) & 0xffff);

@@ -21,6 +21,15 @@ Calls go through ``mlir.execution_engine.ExecutionEngine`` with
 ``libcuda.so.1`` and a device, checked (with ``cuInit``) before anything
 loads the CUDA runtime library, so a machine without a GPU gets a
 :class:`GPUUnavailableError`, never a crash.
+
+Contractions (matmul, batch_matmul, transposed operands, bf16/f16 inputs of
+f32, ...) run through cuBLAS with ``blas=True`` (the default where cuBLAS
+loads): ``tdf-contractions-to-cublas`` makes each one a host call of the
+runtime's ``tdf_gpu_contract`` (``python/src/GpuBlas.cpp``), which waits for
+the kernels before it, runs one cuBLAS GEMM and waits for it. Such a program
+needs cuBLAS where it runs: without it a call raises
+:class:`GPUUnavailableError` before anything runs; a failure of cuBLAS in a
+call raises :class:`GPUError`.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import time
 
 from mlir import ir
 
+from . import _tdf
 from .errors import TDFError, format_location
 from .jit_symbols import mlir_lib
 from .parsing import parse_program
@@ -42,7 +52,13 @@ from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sy
 from .pipeline import run_pipeline
 from .report import GPUReport, record_gpu_stage
 from .runtime import ScalarSpec
-from .vocabulary import CPU_ONLY_FUNCTIONS, DTYPES, EMIT_C_INTERFACE_ATTR, SCALAR_TYPES
+from .vocabulary import (
+    CPU_ONLY_FUNCTIONS,
+    DTYPES,
+    EMIT_C_INTERFACE_ATTR,
+    GPU_CONTRACT,
+    SCALAR_TYPES,
+)
 
 __all__ = [
     "compile_nvvm",
@@ -52,6 +68,7 @@ __all__ = [
     "GPUCompileError",
     "GPUUnavailableError",
     "cuda_available",
+    "cublas_available",
 ]
 
 
@@ -93,6 +110,14 @@ def cuda_available() -> tuple[bool, str]:
     if status != 0 or count.value == 0:
         return False, "the CUDA driver reports no GPU device"
     return True, ""
+
+
+def cublas_available() -> tuple[bool, str]:
+    """(True, library) when cuBLAS and the CUDA driver load in this process
+    (``TDF_CUBLAS_LIBRARY``, NVIDIA's wheels, the system's
+    ``libcublas.so.13``/``.12``/``.11``/``libcublas.so``); otherwise (False,
+    reason). What ``blas=None`` decides with."""
+    return _passes().contractions_to_cublas.cublas_available()
 
 
 # ---------------------------------------------------------------------------
@@ -153,6 +178,16 @@ def _check_cpu_only_calls(module, filename: str) -> None:
                     f"compile this program with target='cpu'")
 
 
+def _blas_choice(blas) -> str:
+    """The ``blas`` option of ``tdf-lower-to-nvvm`` for ``compile_nvvm``'s
+    ``blas`` (None: ``auto``)."""
+    if blas is None:
+        return "auto"
+    if not isinstance(blas, bool):
+        raise GPUCompileError(f"blas must be True, False or None, got {blas!r}")
+    return "true" if blas else "false"
+
+
 def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, strict: bool = False,
                  **opts) -> GPUProgram:
     """Compiles a tdf program (text or ``ir.Module``; a module is copied,
@@ -162,7 +197,10 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
     Keyword options: ``format`` (``isa``, ``bin``, ``fatbin``; default
     ``isa``), ``opt_level`` (0-3, default 3), ``tile_sizes`` (default
     ``"32,8"``), ``ptxas`` (a path; None/True: ``ptxas`` on PATH; ``False``
-    skips it), ``filename`` (for error locations).
+    skips it), ``filename`` (for error locations), ``blas`` (True:
+    contractions cuBLAS can run become calls of it, ``tdf_gpu_contract``;
+    False: every contraction is a kernel; None, the default: True when
+    cuBLAS and the CUDA driver load on this machine).
 
     Raises :class:`GPUCompileError` for a bad option (before MLIR sees it),
     :class:`tdf.ParseError` for bad IR, :class:`tdf.PipelineError` when a
@@ -180,6 +218,7 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
         "opt-level": opts.pop("opt_level", 3),
         "tile-sizes": opts.pop("tile_sizes", "32,8"),
         "stop-at": "nvvm",
+        "blas": _blas_choice(opts.pop("blas", None)),
     }
     if opts:
         raise GPUCompileError(f"compile_nvvm got unknown options: {', '.join(sorted(opts))}")
@@ -258,6 +297,10 @@ class GPUProgram:
         self._report = report
         self._entries = entries
         self._engine = None
+        #: Whether the host code calls cuBLAS (``tdf_gpu_contract``).
+        self.uses_cublas = any(
+            ir.FlatSymbolRefAttr(op.attributes["callee"]).value == GPU_CONTRACT
+            for op in collect_ops(module, ("func.call", "llvm.call")) if "callee" in op.attributes)
         for name in entries:
             if not hasattr(self, name):
                 setattr(self, name, _GPUFunction(self, name, entries[name]))
@@ -284,7 +327,16 @@ class GPUProgram:
                     raise GPUUnavailableError(f"cannot run the GPU program: {name} is missing "
                                               f"from the MLIR package")
                 libs.append(path)
-            self._engine = ExecutionEngine(self.module, opt_level=2, shared_libs=libs)
+            engine = ExecutionEngine(self.module, opt_level=2, shared_libs=libs)
+            if self.uses_cublas:
+                ok, reason = cublas_available()
+                if not ok:
+                    raise GPUUnavailableError(
+                        f"cannot run the GPU program: its contractions call cuBLAS "
+                        f"(compiled with blas), and {reason} (compile it with blas=False)")
+                for name, address in _tdf.gpu_runtime_symbols().items():
+                    engine.raw_register_runtime(name, ctypes.c_void_p(address))
+            self._engine = engine
         return self._engine
 
 
@@ -359,7 +411,13 @@ class _GPUFunction:
                 value = self._scalar(index, type_, arg)
                 keep.append(value)
                 packed.append(ctypes.pointer(value))
+        _tdf.gpu_take_error()  # none is pending: a failed call raised
         engine.invoke(self.name, *packed)
+        failure = _tdf.gpu_take_error()
+        if failure:
+            if out_desc is not None and out_desc.allocated:
+                ctypes.CDLL(None).free(ctypes.cast(out_desc.allocated, ctypes.c_void_p))
+            raise GPUError(f"@{self.name}: {failure}")
         if out_desc is None:
             return None
         address = ctypes.cast(out_desc.aligned, ctypes.c_void_p).value

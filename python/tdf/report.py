@@ -30,6 +30,7 @@ from .vocabulary import (
     ASSUME_UNALIASED,
     DEST_OPERAND,
     DONATE_ATTR,
+    GPU_CONTRACT,
     INPLACE_OPERANDS_ATTR,
     RETURNED_ARGS_ATTR,
     TENSOR_VIEW_OPS,
@@ -229,7 +230,8 @@ class GPUReport:
     device buffers per call (arguments' device copies included);
     ``h2d``/``d2h``: ``(count, bytes)`` of the explicit host<->device
     transfers per call; ``kernels``: launches in the program text;
-    ``compile_seconds``: per stage."""
+    ``cublas_calls``: contractions run by cuBLAS (``tdf_gpu_contract`` calls
+    in the program text); ``compile_seconds``: per stage."""
 
     inplace: list = field(default_factory=list)
     out_of_place_calls: int = 0
@@ -238,6 +240,7 @@ class GPUReport:
     h2d: tuple = (0, 0)
     d2h: tuple = (0, 0)
     kernels: int = 0
+    cublas_calls: int = 0
     ptxas: str = "not run"
     compile_seconds: dict = field(default_factory=dict)
 
@@ -252,6 +255,7 @@ class GPUReport:
         lines.append(f"host->device transfers: {self.h2d[0]} ({self.h2d[1]} bytes)")
         lines.append(f"device->host transfers: {self.d2h[0]} ({self.d2h[1]} bytes)")
         lines.append(f"kernel launches: {self.kernels}")
+        lines.append(f"cuBLAS calls: {self.cublas_calls}")
         lines.append(f"ptxas: {self.ptxas}")
         lines.append("compile: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
                                              for k, v in self.compile_seconds.items()))
@@ -526,3 +530,6 @@ def record_gpu_stage(report: GPUReport, stage: str, module, filename: str | None
         report.device_alloc_bytes = sum(max(_size(op.results[0].type), 0)
                                         for op in collect_ops(module, "gpu.alloc"))
         report.kernels = len(collect_ops(module, "gpu.launch_func"))
+        report.cublas_calls = sum(
+            ir.FlatSymbolRefAttr(op.attributes["callee"]).value == GPU_CONTRACT
+            for op in collect_ops(module, "func.call"))

@@ -32,7 +32,7 @@ __all__ = [
     "INPLACE_INDICES_ATTR", "STRIDED_OF_ATTR", "TRANSFER_ATTR", "RUNTIME_SITES_ATTR",
     "EMIT_C_INTERFACE_ATTR", "MEMORY_PLAN_ATTR", "ARENA_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
     "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
-    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GET_FP_MODE", "SET_FP_MODE",
+    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GPU_CONTRACT", "GET_FP_MODE", "SET_FP_MODE",
     "PARALLEL_TASKS", "SORT", "CPU_ONLY_FUNCTIONS", "RUNTIME_FUNCTIONS",
     "SITE_SEPARATOR",
 ]
@@ -47,6 +47,10 @@ ALLOC_ERROR = "tdf_rt_alloc_error"
 #: ``python/src/Blas.cpp``): flags, three (pointer, offset) pairs, the rank
 #: and (size, three strides) for each of up to six loop dimensions.
 CONTRACT = "tdf_rt_contract"
+#: The cuBLAS route of contractions on the GPU path
+#: (``tdf-contractions-to-cublas``, ``python/src/GpuBlas.cpp``): the same
+#: parameters, device pointers; defined in GPU programs' engines.
+GPU_CONTRACT = "tdf_gpu_contract"
 #: The calling thread's floating-point mode (MXCSR) as an i64, and setting it
 #: (``tdf-parallelize``: tasks on worker threads run in the caller's mode).
 GET_FP_MODE = "tdf_rt_get_fp_mode"
@@ -61,11 +65,12 @@ SORT = "tdf_rt_sort"
 #: Runtime kernels that exist only on the CPU (the GPU path refuses calls of
 #: them): name → what calls them.
 CPU_ONLY_FUNCTIONS = {SORT: "sort/top_k of tdf.jax.jit"}
-#: The functions the tdf runtime defines in every engine: name → number of
-#: i64 parameters (``tdf_rt_get_fp_mode`` and ``tdf_rt_parallel_tasks``
-#: return an i64; the others return nothing; ``tdf_rt_sort``: see above).
-RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32, GET_FP_MODE: 0,
-                     SET_FP_MODE: 1, PARALLEL_TASKS: 1, SORT: 16}
+#: The functions the tdf runtime defines in every engine (``tdf_gpu_contract``:
+#: in GPU programs' engines): name → number of i64 parameters
+#: (``tdf_rt_get_fp_mode`` and ``tdf_rt_parallel_tasks`` return an i64; the
+#: others return nothing; ``tdf_rt_sort``: see above).
+RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32, GPU_CONTRACT: 32,
+                     GET_FP_MODE: 0, SET_FP_MODE: 1, PARALLEL_TASKS: 1, SORT: 16}
 #: Separates the fields of an entry of the run-time site table
 #: (``RUNTIME_SITES_ATTR``: ``kind, function, op, location, dimension``).
 SITE_SEPARATOR = "\x1f"
