@@ -72,6 +72,7 @@ def test_gpu_report_text():
         "host->device transfers: 2 (512 bytes)",
         "device->host transfers: 1 (256 bytes)",
         "kernel launches: 3",
+        "cuBLAS calls: 0",
         "ptxas: not run (ptxas=False)",
         "compile: donate 1.5 ms",
     ]
