@@ -74,7 +74,7 @@ LIBM_OPS = ("acosh", "asinh", "atanh", "cbrt", "erf", "erfc", "expm1", "log1p")
 #: here: ``sin``/``cos`` (inf for |x| >= ~1e30: no full range reduction),
 #: ``atan`` (~40 ulp), ``atan2`` (wrong sign for -0), ``cbrt`` (NaN for inf),
 #: ``erfc`` (0 instead of subnormal results).
-APPROXIMATED_OPS = ("acos", "asin", "erf", "exp", "expm1", "log", "log1p", "log2", "tanh")
+APPROXIMATED_OPS = ("acos", "erf", "exp", "expm1", "log", "log1p", "log2", "tanh")
 
 #: Math ops to vectorizable polynomials (f32), before loops are lowered.
 APPROXIMATE_MATH = [

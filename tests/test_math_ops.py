@@ -15,6 +15,7 @@ rounding, comparison, sign or integer op.
 from __future__ import annotations
 
 import math
+import zlib
 from fractions import Fraction
 
 import numpy as np
@@ -182,7 +183,7 @@ def _check(got, ref64, dtype, tol, what, x=None):
 @pytest.mark.parametrize("op", list(UNARY_F))
 def test_unary(programs, op, t):
     dtype = FTYPES[t]
-    x = _inputs(dtype, seed=hash(op) % 1000)
+    x = _inputs(dtype, seed=zlib.crc32(op.encode()) % 1000)  # not hash(): per-process
     got = getattr(programs[t], f"{op}_{t}")(x)
     with np.errstate(all="ignore"):
         ref = UNARY_F[op](x.astype(np.float64))
