@@ -979,23 +979,8 @@ void runContraction(const Contraction &op) {
 /// 16 + 2i, 17 + 2i, the BLAS thread count of this call (0: the library's)
 /// in bits 32-47. Per dimension: size and the strides of A, B and C in
 /// elements (0 where the operand does not have it).
-extern "C" void tdf_rt_contract(int64_t flags, int64_t a, int64_t aOffset,
-                                int64_t b, int64_t bOffset, int64_t c,
-                                int64_t cOffset, int64_t rank, int64_t s0,
-                                int64_t a0, int64_t b0, int64_t c0, int64_t s1,
-                                int64_t a1, int64_t b1, int64_t c1, int64_t s2,
-                                int64_t a2, int64_t b2, int64_t c2, int64_t s3,
-                                int64_t a3, int64_t b3, int64_t c3, int64_t s4,
-                                int64_t a4, int64_t b4, int64_t c4, int64_t s5,
-                                int64_t a5, int64_t b5, int64_t c5) {
-  const int64_t sizes[kMaxDims] = {s0, s1, s2, s3, s4, s5};
-  const int64_t strides[kMaxDims][3] = {{a0, b0, c0}, {a1, b1, c1},
-                                        {a2, b2, c2}, {a3, b3, c3},
-                                        {a4, b4, c4}, {a5, b5, c5}};
-  const int64_t pointers[3] = {a, b, c},
-                offsets[3] = {aOffset, bOffset, cOffset};
-  Contraction op =
-      decodeContraction(flags, pointers, offsets, rank, sizes, strides);
+extern "C" void tdf_rt_contract(TDF_CONTRACT_PARAMETERS) {
+  Contraction op = decodeContractionCall(TDF_CONTRACT_ARGUMENTS);
   // Threads of this call: the program's count, or (0) the process's; each
   // library call takes one thread when it is small (callThreadsFor).
   callThreads = int((flags >> 32) & 0xffff);

@@ -76,6 +76,37 @@ inline Contraction decodeContraction(int64_t flags, const int64_t pointers[3],
   return op;
 }
 
+/// The parameter list of the runtime's contraction entry points
+/// (`tdf_rt_contract`, `tdf_gpu_contract`: the call `tdf-contractions-to-blas`
+/// and `tdf-contractions-to-cublas` emit): `flags`, pointer and offset of A,
+/// B and C, the rank, then per dimension i its size and the strides of A, B
+/// and C (six dimensions, unused ones zero). Written once here so that the
+/// two entry points cannot drift apart.
+#define TDF_CONTRACT_PARAMETERS                                                \
+  int64_t flags, int64_t a, int64_t aOffset, int64_t b, int64_t bOffset,       \
+      int64_t c, int64_t cOffset, int64_t rank, int64_t s0, int64_t a0,        \
+      int64_t b0, int64_t c0, int64_t s1, int64_t a1, int64_t b1, int64_t c1,  \
+      int64_t s2, int64_t a2, int64_t b2, int64_t c2, int64_t s3, int64_t a3,  \
+      int64_t b3, int64_t c3, int64_t s4, int64_t a4, int64_t b4, int64_t c4,  \
+      int64_t s5, int64_t a5, int64_t b5, int64_t c5
+
+/// The arguments of TDF_CONTRACT_PARAMETERS, in order.
+#define TDF_CONTRACT_ARGUMENTS                                                 \
+  flags, a, aOffset, b, bOffset, c, cOffset, rank, s0, a0, b0, c0, s1, a1, b1, \
+      c1, s2, a2, b2, c2, s3, a3, b3, c3, s4, a4, b4, c4, s5, a5, b5, c5
+
+/// The contraction an entry point was called with (decodeContraction of
+/// TDF_CONTRACT_PARAMETERS).
+inline Contraction decodeContractionCall(TDF_CONTRACT_PARAMETERS) {
+  const int64_t sizes[kMaxDims] = {s0, s1, s2, s3, s4, s5};
+  const int64_t strides[kMaxDims][3] = {{a0, b0, c0}, {a1, b1, c1},
+                                        {a2, b2, c2}, {a3, b3, c3},
+                                        {a4, b4, c4}, {a5, b5, c5}};
+  const int64_t pointers[3] = {a, b, c},
+                offsets[3] = {aOffset, bOffset, cOffset};
+  return decodeContraction(flags, pointers, offsets, rank, sizes, strides);
+}
+
 /// Leading dimension of `m` as a BLAS operand of storage order `rowMajor`
 /// with transpose flag `trans`, or -1 when that layout does not describe it.
 /// A unit dimension's stride is free (any valid leading dimension).

@@ -485,25 +485,10 @@ std::string execute(const GemmPlan &plan, bool accumulate) {
 /// parameters are `tdf_rt_contract`'s (Contraction.h's decodeContraction);
 /// the thread-count bits of `flags` are ignored. A failure is recorded for
 /// `gpu_take_error`, nothing is computed.
-extern "C" void tdf_gpu_contract(int64_t flags, int64_t a, int64_t aOffset,
-                                 int64_t b, int64_t bOffset, int64_t c,
-                                 int64_t cOffset, int64_t rank, int64_t s0,
-                                 int64_t a0, int64_t b0, int64_t c0, int64_t s1,
-                                 int64_t a1, int64_t b1, int64_t c1, int64_t s2,
-                                 int64_t a2, int64_t b2, int64_t c2, int64_t s3,
-                                 int64_t a3, int64_t b3, int64_t c3, int64_t s4,
-                                 int64_t a4, int64_t b4, int64_t c4, int64_t s5,
-                                 int64_t a5, int64_t b5, int64_t c5) {
+extern "C" void tdf_gpu_contract(TDF_CONTRACT_PARAMETERS) {
   if (!state.error.empty())
     return; // an earlier contraction of this call failed
-  const int64_t sizes[kMaxDims] = {s0, s1, s2, s3, s4, s5};
-  const int64_t strides[kMaxDims][3] = {{a0, b0, c0}, {a1, b1, c1},
-                                        {a2, b2, c2}, {a3, b3, c3},
-                                        {a4, b4, c4}, {a5, b5, c5}};
-  const int64_t pointers[3] = {a, b, c},
-                offsets[3] = {aOffset, bOffset, cOffset};
-  Contraction op =
-      decodeContraction(flags, pointers, offsets, rank, sizes, strides);
+  Contraction op = decodeContractionCall(TDF_CONTRACT_ARGUMENTS);
   GemmPlan plan;
   std::string error = planGemm(op, /*checkOverlap=*/true, plan);
   if (error.empty() && !plan.empty)
