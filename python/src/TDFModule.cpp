@@ -160,7 +160,7 @@ void registerObjectLoader(nb::module_ &m) {
       },
       nb::arg("objects"), nb::arg("symbols"), nb::arg("libraries"),
       nb::arg("lookups"),
-      "Links the relocatable objects of one program (compile_object's) into "
+      "Links the relocatable objects of one program (compile_prepared's) into "
       "the process: `symbols` (name, address) are defined, other symbols "
       "resolve in `libraries` and then the process. Returns (LoadedObject, "
       "[address of each name of `lookups`]); RuntimeError when it cannot.");

@@ -1,10 +1,11 @@
-"""Object code for the CPU: an LLVM-dialect module compiled into a host
-object (``tdf._tdf.compile_object``, ``python/src/ObjectCompiler.cpp``) and
-the object linked into the process with the runtime's symbols
+"""Object code for the CPU: an LLVM-dialect module compiled into host
+objects (``tdf._tdf.prepare_module`` and ``compile_prepared``,
+``python/src/ObjectCompiler.cpp``) and the objects linked into the process
+with the runtime's symbols
 (``tdf._tdf.load_object``, ``python/src/ObjectLoader.cpp``).
 
 A fresh compile and a compilation-cache hit link their objects the same way;
-the cache stores the bytes :func:`compile_module` returned. A library with
+the cache stores the bytes :func:`compile_prepared` returned. A library with
 MLIR's execution-engine init hook (``__mlir_execution_engine_init``) gives
 its symbols through the hook, as it would to an ``ExecutionEngine``.
 
