@@ -13,6 +13,7 @@
 #include "mlir-c/IR.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,12 +140,14 @@ struct ObjectCompileTimes {
 };
 
 /// Step 1 of tdf's code generator (ObjectCompiler.cpp): the LLVM-dialect
-/// module `module` translated to LLVM IR for the host, with a packed wrapper
+/// module `module` translated to LLVM IR for the host, the functions not
+/// named in `exported` (when given) made internal, with a packed wrapper
 /// `_mlir_<f>(void **)` per external function, functions of many loops cut
 /// into parts of about `partLoops` loops (0: never), and the functions
 /// spread over up to `threads` partitions. Call without the GIL; nothing
 /// else may use the module's context meanwhile. Returns false with `error`.
 bool prepareModule(MlirOperation module, unsigned partLoops, unsigned threads,
+                   const std::optional<std::vector<std::string>> &exported,
                    PreparedModule &prepared, std::string &error);
 
 /// Step 2, on any thread (it touches no MLIR): each partition through

@@ -32,6 +32,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
@@ -65,6 +66,42 @@ constexpr size_t kSplitInstructions = 4000;
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
+}
+
+/// Restricts `module`'s interface to `exported`: every other defined
+/// function gets internal linkage, so LLVM may specialize it for its callers
+/// (constant arguments) and drop it once inlined. A defined function with a
+/// loop called from more than one place stays a call (`noinline`): the upstream
+/// async lowering calls each parallel loop's body both inline, for the first
+/// block, and from a coroutine, and inlining it into both compiled the loop
+/// nest two or three times over. Without `exported`, every externally
+/// visible function stays so.
+void internalize(Module &module,
+                 const std::optional<std::vector<std::string>> &exported) {
+  if (!exported)
+    return;
+  StringSet<> keep;
+  for (const std::string &name : *exported)
+    keep.insert(name);
+  for (Function &function : module)
+    if (!function.isDeclaration() && !function.hasLocalLinkage() &&
+        !keep.contains(function.getName()))
+      function.setLinkage(GlobalValue::InternalLinkage);
+  for (Function &function : module) {
+    if (function.isDeclaration() || !function.hasLocalLinkage() ||
+        function.hasFnAttribute(Attribute::AlwaysInline))
+      continue;
+    unsigned calls = 0;
+    for (const Use &use : function.uses())
+      if (auto *call = dyn_cast<CallBase>(use.getUser()))
+        calls += call->isCallee(&use);
+    if (calls < 2)
+      continue;
+    DominatorTree dominators(function);
+    LoopInfo loops(dominators);
+    if (!loops.empty())
+      function.addFnAttr(Attribute::NoInline);
+  }
 }
 
 /// `void _mlir_<name>(void **args)` for each defined, externally visible
@@ -328,6 +365,7 @@ void forEachPartition(std::vector<Partition> &partitions, Step step) {
 } // namespace
 
 bool prepareModule(MlirOperation moduleOp, unsigned partLoops, unsigned threads,
+                   const std::optional<std::vector<std::string>> &exported,
                    PreparedModule &prepared, std::string &error) {
   static const bool targetsReady = [] {
     InitializeNativeTarget();
@@ -364,6 +402,7 @@ bool prepareModule(MlirOperation moduleOp, unsigned partLoops, unsigned threads,
     for (Function *function : functions)
       prepared.parts += outlineParts(*function, partLoops);
   }
+  internalize(*module, exported);
   addPackedWrappers(*module);
   if (verifyModule(*module, nullptr)) {
     error = "the translated LLVM IR does not verify";

@@ -174,22 +174,24 @@ void registerObjectLoader(nb::module_ &m) {
       .def_ro("parts", &tdfpy::PreparedModule::parts);
   m.def(
       "prepare_module",
-      [](MlirOperation module, unsigned partLoops, unsigned threads) {
+      [](MlirOperation module, unsigned partLoops, unsigned threads,
+         std::optional<std::vector<std::string>> exported) {
         auto prepared = std::make_unique<tdfpy::PreparedModule>();
         std::string error;
         bool ok;
         {
           nb::gil_scoped_release release;
-          ok = tdfpy::prepareModule(module, partLoops, threads, *prepared,
-                                    error);
+          ok = tdfpy::prepareModule(module, partLoops, threads, exported,
+                                    *prepared, error);
         }
         if (!ok)
           throw std::runtime_error(error);
         return prepared.release();
       },
       nb::arg("module"), nb::arg("part_loops"), nb::arg("threads"),
-      nb::rv_policy::take_ownership,
+      nb::arg("exported") = nb::none(), nb::rv_policy::take_ownership,
       "Translates an LLVM-dialect module for the host, without the GIL: "
+      "the functions not named in `exported` (when given) made internal, "
       "functions of many loops cut into parts of about `part_loops` loops, "
       "the functions spread over up to `threads` partitions. RuntimeError "
       "when it cannot.");

@@ -383,7 +383,7 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
     counter = AllocationCounter() if count_allocations else None
     tiered = tiered and opt_level > 0
     try:
-        prepared = _objects.prepare(module, threads, timer)
+        prepared = _objects.prepare(module, threads, timer, list(entries))
         data, _ = _objects.compile_prepared(prepared, 0 if tiered else opt_level, timer)
         with timer.stage("link"):
             code, addresses = _objects.link(data, entries, jit_libs, parallel, counter)

@@ -46,14 +46,18 @@ class _Symbols:
         self.symbols[name] = ctypes.cast(address, ctypes.c_void_p).value or 0
 
 
-def prepare(module, threads: int = 1, timer: CompileTimer | None = None):
+def prepare(module, threads: int = 1, timer: CompileTimer | None = None,
+            entries: list[str] | None = None):
     """Step 1: the LLVM-dialect ``module`` translated for the host, parts
     cut, its functions spread over up to ``threads`` partitions (modules
     under a few thousand instructions are one); a ``tdf._tdf.PreparedModule``
     that no MLIR context backs, so :func:`compile_prepared` may run on any
-    thread. ``RuntimeError`` when it cannot be translated."""
+    thread. With ``entries``, only their C interfaces (``_mlir_ciface_<f>``,
+    what :func:`link` looks up) stay visible: every other function becomes
+    internal to the program. ``RuntimeError`` when it cannot be translated."""
+    exported = None if entries is None else [f"_mlir_ciface_{name}" for name in entries]
     with timer.stage("LLVM translation") if timer is not None else _nothing():
-        return _tdf.prepare_module(module.operation, PART_LOOPS, max(1, threads))
+        return _tdf.prepare_module(module.operation, PART_LOOPS, max(1, threads), exported)
 
 
 def compile_prepared(prepared, opt_level: int,
@@ -73,9 +77,10 @@ def compile_prepared(prepared, opt_level: int,
 
 
 def compile_module(module, opt_level: int, threads: int = 1,
-                   timer: CompileTimer | None = None) -> tuple[list[bytes], dict]:
+                   timer: CompileTimer | None = None,
+                   entries: list[str] | None = None) -> tuple[list[bytes], dict]:
     """:func:`prepare` then :func:`compile_prepared`."""
-    return compile_prepared(prepare(module, threads, timer), opt_level, timer)
+    return compile_prepared(prepare(module, threads, timer, entries), opt_level, timer)
 
 
 def link(objects: list[bytes], entries, jit_libs: list, parallel: bool, counter=None):
