@@ -20,6 +20,7 @@ import it without cycles.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import ml_dtypes
@@ -163,9 +164,11 @@ SCALAR_TYPES = ("index", "i64", "i32", "i16", "i8", "i1", "f32", "f64")
 _ELEMENT_OF_DTYPE = {dtype.name: name for name, dtype in DTYPES.items() if name != "index"}
 
 
+@functools.lru_cache(maxsize=256)
 def element_type_name(dtype) -> str | None:
     """The MLIR element type (as printed) of numpy ``dtype``, or None when
-    tdf has none for it."""
+    tdf has none for it (a frontend asks once per value it builds:
+    ``np.dtype(...).name`` is microseconds, so the answer is kept)."""
     return _ELEMENT_OF_DTYPE.get(np.dtype(dtype).name)
 
 

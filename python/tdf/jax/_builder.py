@@ -120,8 +120,11 @@ def element_type(dtype, where: str = "") -> ir.Type:
 
 def is_key(dtype) -> bool:
     """Whether ``dtype`` is a typed PRNG key dtype (``key<fry>``)."""
-    if isinstance(dtype, np.dtype):
-        return False
+    return not isinstance(dtype, np.dtype) and _is_key(dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _is_key(dtype) -> bool:
     import jax
     return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
@@ -361,6 +364,15 @@ class Translator:
                 break
         return user or self.fallback, library
 
+    def located(self, fn, *args):
+        """``fn(*args, where)`` with ``where`` the current equation's
+        location, computed only when ``fn`` raises (walking the equation's
+        traceback costs more than building its op)."""
+        try:
+            return fn(*args)
+        except TDFError:
+            return fn(*args, self.where() + ": ")
+
     def where(self) -> str:
         """``file:line:col`` of the user's line for errors, with the library
         line when the equation was made in library code."""
@@ -523,7 +535,7 @@ class Translator:
 
     def constant(self, array, aval):
         """A tensor constant holding ``array`` with ``aval``'s type."""
-        ttype = tensor_type(aval, self.where() + ": ")
+        ttype = self.located(tensor_type, aval)
         array = np.asarray(array).astype(aval.dtype)
         flat = array.reshape(-1)
         if flat.size == 0 or np.all(flat == flat[0]) or (is_float(aval.dtype) and np.all(np.isnan(flat))):
@@ -628,7 +640,7 @@ class Translator:
         """Applies the scalar function ``fn`` element-wise; rank-0 operands
         and size-1 dimensions broadcast implicitly (as jaxprs allow)."""
         shape = tuple(int(s) for s in out_aval.shape)
-        etype = out_etype or element_type(out_aval.dtype, self.where() + ": ")
+        etype = out_etype or self.located(element_type, out_aval.dtype)
         if not shape:
             return self.from_scalar(fn(*[self.extract(a) for a in args]))
         rank = len(shape)
