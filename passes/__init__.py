@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     check_sizes,
     contractions_to_blas,
     contractions_to_cublas,
+    convolutions_to_dnnl,
     donate,
     drop_donated_results,
     expand_math,

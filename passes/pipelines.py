@@ -225,7 +225,8 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     ``approximate_math=False`` leaves out :data:`APPROXIMATE_MATH` (every
     math op through libm / LLVM intrinsics: the reference the approximations
     are tested against). ``blas`` sends contractions to the runtime's BLAS
-    route (``tdf-contractions-to-blas{threads}``, before the loops).
+    route (``tdf-contractions-to-blas{threads}``, before the loops) and named
+    float32 convolutions to oneDNN (``tdf-convolutions-to-dnnl{threads}``).
     ``parallel`` cuts large loop nests into ``threads`` chunks run as tasks
     of the async runtime (``tdf-parallelize``, :data:`ASYNC_TASKS`, before
     ``convert-linalg-to-loops``; ``threads`` must then be at least 2)."""
@@ -235,8 +236,8 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
         passes[at:at] = [f"tdf-parallelize{{threads={threads}}}", *ASYNC_TASKS]
     if blas:
         at = passes.index("tdf-vectorize-contractions")
-        passes.insert(at, f"tdf-contractions-to-blas{{threads={threads}}}" if threads
-                      else "tdf-contractions-to-blas")
+        suffix = f"{{threads={threads}}}" if threads else ""
+        passes[at:at] = [f"tdf-contractions-to-blas{suffix}", f"tdf-convolutions-to-dnnl{suffix}"]
     if not approximate_math:
         passes = [p for p in passes if p not in APPROXIMATE_MATH]
     if not count_allocations:

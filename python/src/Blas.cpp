@@ -37,6 +37,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Contraction.h"
+#include "OneDnn.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
@@ -186,6 +187,7 @@ using OneDnnGemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float,
 
 struct OneDnn {
   std::string path;
+  void *handle = nullptr;
   OneDnnGemmFn<float> sgemm = nullptr;
   OneDnnGemmFn<uint16_t> bf16gemm = nullptr;
   // The OpenMP runtime the library runs on (its dependency): the thread
@@ -222,6 +224,7 @@ std::string loadOneDnn(const std::string &path) {
   }
   OneDnn lib;
   lib.path = path;
+  lib.handle = handle;
   lib.sgemm = symbol<OneDnnGemmFn<float>>(handle, "dnnl_sgemm");
   lib.bf16gemm =
       symbol<OneDnnGemmFn<uint16_t>>(handle, "dnnl_gemm_bf16bf16f32");
@@ -972,6 +975,24 @@ void runContraction(const Contraction &op) {
 }
 
 } // namespace
+
+namespace tdfrt {
+
+void *oneDnnHandle() { return oneDnnReady.load() ? oneDnn.handle : nullptr; }
+
+OneDnnThreads::OneDnnThreads(int threads) {
+  if (threads > 0 && oneDnnReady.load()) {
+    previous = oneDnn.maxThreads();
+    oneDnn.setThreads(threads);
+  }
+}
+
+OneDnnThreads::~OneDnnThreads() {
+  if (previous > 0)
+    oneDnn.setThreads(previous);
+}
+
+} // namespace tdfrt
 
 /// C (+)= A * B; see the file comment. `flags`: element types of A, B, C in
 /// bits 0-3, 4-7, 8-11 (0 f32, 1 f64, 2 bf16, 3 f16), accumulate into C in

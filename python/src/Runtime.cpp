@@ -142,6 +142,8 @@ using PackedFn = void (*)(void **);
 
 } // namespace
 
+// The oneDNN route of convolutions (Convolution.cpp).
+extern "C" void tdf_rt_conv(int64_t flags, int64_t desc);
 // The BLAS route of contractions (Blas.cpp).
 extern "C" void tdf_rt_contract(int64_t, int64_t, int64_t, int64_t, int64_t,
                                 int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -944,6 +946,7 @@ void tdfpy::registerRuntime(nb::module_ &m) {
             reinterpret_cast<uintptr_t>(&tdf_rt_alloc_error);
         symbols["tdf_rt_contract"] =
             reinterpret_cast<uintptr_t>(&tdf_rt_contract);
+        symbols["tdf_rt_conv"] = reinterpret_cast<uintptr_t>(&tdf_rt_conv);
         symbols["tdf_rt_get_fp_mode"] =
             reinterpret_cast<uintptr_t>(&tdf_rt_get_fp_mode);
         symbols["tdf_rt_set_fp_mode"] =

@@ -29,6 +29,7 @@ namespace tdfpy {
 void registerRuntime(nb::module_ &m);
 /// Contractions through a BLAS loaded at run time (Blas.cpp).
 void registerBlas(nb::module_ &m);
+void registerConvolution(nb::module_ &m);
 void registerGpuBlas(nb::module_ &m);
 } // namespace tdfpy
 
@@ -273,6 +274,7 @@ NB_MODULE(_tdf, m) {
   tdfpy::registerMathPasses();
   tdfpy::registerRuntime(m);
   tdfpy::registerBlas(m);
+  tdfpy::registerConvolution(m);
   tdfpy::registerGpuBlas(m);
   registerObjectLoader(m);
 

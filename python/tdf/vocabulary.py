@@ -34,7 +34,7 @@ __all__ = [
     "EMIT_C_INTERFACE_ATTR", "MEMORY_PLAN_ATTR", "ARENA_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
     "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
     "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GPU_CONTRACT", "GET_FP_MODE", "SET_FP_MODE",
-    "PARALLEL_TASKS", "SORT", "CPU_ONLY_FUNCTIONS", "RUNTIME_FUNCTIONS",
+    "PARALLEL_TASKS", "SORT", "CONV", "CPU_ONLY_FUNCTIONS", "RUNTIME_FUNCTIONS",
     "SITE_SEPARATOR",
 ]
 
@@ -48,6 +48,10 @@ ALLOC_ERROR = "tdf_rt_alloc_error"
 #: ``python/src/Blas.cpp``): flags, three (pointer, offset) pairs, the rank
 #: and (size, three strides) for each of up to six loop dimensions.
 CONTRACT = "tdf_rt_contract"
+#: The oneDNN route of named float32 convolutions
+#: (``tdf-convolutions-to-dnnl``, ``python/src/Convolution.cpp``): flags and
+#: the address of an i64 descriptor.
+CONV = "tdf_rt_conv"
 #: The cuBLAS route of contractions on the GPU path
 #: (``tdf-contractions-to-cublas``, ``python/src/GpuBlas.cpp``): the same
 #: parameters, device pointers; defined in GPU programs' engines.
@@ -70,7 +74,7 @@ CPU_ONLY_FUNCTIONS = {SORT: "sort/top_k of tdf.jax.jit"}
 #: in GPU programs' engines): name → number of i64 parameters
 #: (``tdf_rt_get_fp_mode`` and ``tdf_rt_parallel_tasks`` return an i64; the
 #: others return nothing; ``tdf_rt_sort``: see above).
-RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32, GPU_CONTRACT: 32,
+RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32, CONV: 2, GPU_CONTRACT: 32,
                      GET_FP_MODE: 0, SET_FP_MODE: 1, PARALLEL_TASKS: 1, SORT: 16}
 #: Separates the fields of an entry of the run-time site table
 #: (``RUNTIME_SITES_ATTR``: ``kind, function, op, location, dimension``).
