@@ -203,6 +203,45 @@ def test_valid_reassociations_still_parse():
               "memref<1x8xf32>\n  return %r : memref<1x8xf32>\n}\n")
 
 
+_REDUCE = ("func.func @f(%x: tensor<4x4xf32>, %acc: tensor<4xf32>) -> tensor<4xf32> {\n"
+           "  %s = linalg.reduce ins(%x : tensor<4x4xf32>) outs(%acc : tensor<4xf32>)\n"
+           "      dimensions = [ITEMS]\n"
+           "    (%in: f32, %a: f32) {\n"
+           "      %r = arith.addf %in, %a : f32\n"
+           "      linalg.yield %r : f32\n"
+           "    }\n"
+           "  return %s : tensor<4xf32>\n}\n")
+_BROADCAST = ("func.func @f(%x: tensor<4xf32>, %o: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+              "  %b = linalg.broadcast ins(%x : tensor<4xf32>) outs(%o : tensor<4x4xf32>) "
+              "dimensions = [ITEMS]\n  return %b : tensor<4x4xf32>\n}\n")
+_TRANSPOSE = ("func.func @f(%x: tensor<4x4xf32>, %o: tensor<4x4xf32>) -> tensor<4x4xf32> {\n"
+              "  %b = linalg.transpose ins(%x : tensor<4x4xf32>) outs(%o : tensor<4x4xf32>) "
+              "permutation = [ITEMS]\n  return %b : tensor<4x4xf32>\n}\n")
+
+
+@pytest.mark.parametrize("template,items,line", [
+    (_REDUCE, "nan", 3), (_REDUCE, "1, 1.5", 3), (_BROADCAST, "1 : i64", 2),
+    (_BROADCAST, "99999999999999999999", 2), (_TRANSPOSE, "nan, 0", 2), (_TRANSPOSE, "x, 0", 2),
+])
+def test_non_integer_linalg_index_list_is_refused_before_parsing(template, items, line):
+    """Regression (found by the malformed-input fuzz): the custom parsers of
+    linalg.reduce/broadcast/transpose stored a failed index list as a null
+    attribute and aborted the process."""
+    text = template.replace("ITEMS", items)
+    proc = _opt(["-"], text)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert f"<stdin>:{line}:" in proc.stderr and "is not a 64-bit integer" in proc.stderr
+    with pytest.raises(tdf.ParseError, match=rf"l.mlir:{line}:\d+: error: .* list item"):
+        tdf.parse(text, filename="l.mlir")
+
+
+def test_integer_linalg_index_lists_still_parse():
+    tdf.parse(_REDUCE.replace("ITEMS", "1"))
+    tdf.parse(_BROADCAST.replace("ITEMS", "0x1"))
+    tdf.parse(_TRANSPOSE.replace("ITEMS", "1, 0"))
+
+
 def test_from_elements_that_lists_its_operands_still_parses():
     text = ("func.func @f(%a: f32, %b: f32) -> tensor<2xf32> {\n"
             "  %e = tensor.from_elements %a, %b : tensor<2xf32>\n  return %e : tensor<2xf32>\n}\n")

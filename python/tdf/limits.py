@@ -196,14 +196,52 @@ def check_reassociation(text: str, filename: str = "<input>") -> None:
                     f"verifier would abort)")
 
 
+_LINALG_INDEX_LIST = re.compile(
+    r"linalg\.(?:reduce|broadcast|transpose)\b[^{}]*?\b(dimensions|permutation)\s*=\s*\[([^\]]*)\]")
+_PLAIN_INTEGER = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+)")
+
+
+def check_linalg_index_lists(text: str, filename: str = "<input>") -> None:
+    """Raises :class:`InputError` for an item of the ``dimensions`` /
+    ``permutation`` list of a custom-form ``linalg.reduce``,
+    ``linalg.broadcast`` or ``linalg.transpose`` that is not a plain 64-bit
+    integer (``nan``, ``1.5``, ``1 : i64``, an integer past 2^63): their
+    parser stores the failed list as a null attribute and aborts the process
+    (``attributes may never be null``). Valid lists hold plain integers, so no
+    valid program is refused."""
+    if "linalg." not in text:
+        return
+    for match in _LINALG_INDEX_LIST.finditer(text):
+        body, start = match.group(2), match.start(2)
+        if not body.strip():
+            continue
+        offset = 0
+        for item in body.split(","):
+            stripped = item.strip()
+            ok = _PLAIN_INTEGER.fullmatch(stripped) is not None
+            if ok:
+                value = int(stripped, 16 if "0x" in stripped else 10)
+                ok = -(1 << 63) <= value < 1 << 63
+            if not ok:
+                at = start + offset + (len(item) - len(item.lstrip()))
+                line, column = _line_col(text, at)
+                raise InputError(
+                    filename, line, column,
+                    f"{match.group(1)} list item {stripped!r} is not a 64-bit integer; tdf "
+                    f"refuses it before parsing (MLIR's linalg parser would abort)")
+            offset += len(item) + 1
+
+
 def check_parser_limits(text: str, filename: str = "<input>") -> None:
     """Everything checked on the text before MLIR parses it: nesting depth
     (:func:`check_nesting`), element counts of ``tensor``/``vector.from_elements``
-    (:func:`check_from_elements`) and reassociation indices
-    (:func:`check_reassociation`). Raises :class:`InputError`."""
+    (:func:`check_from_elements`), reassociation indices
+    (:func:`check_reassociation`) and linalg index lists
+    (:func:`check_linalg_index_lists`). Raises :class:`InputError`."""
     check_nesting(text, filename)
     check_from_elements(text, filename)
     check_reassociation(text, filename)
+    check_linalg_index_lists(text, filename)
 
 
 def check_utf8(text: str, filename: str = "<input>") -> None:
