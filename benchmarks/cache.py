@@ -88,7 +88,7 @@ else:
     row["stages"] = dict(stages)
     (lowered,) = f._cache.values()
     row["cache"] = lowered._default.report().cache
-    row["translated"] = lowered._module is not None
+    row["translated"] = lowered.translated
     ref = jax.jit(fn, donate_argnums=donate)(*jax.tree_util.tree_map(jnp.asarray,
                                                                       bench.copy_tree(args)))
     bench.check(name, out, ref, atol)

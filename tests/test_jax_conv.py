@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from jax import lax
 
 import tdf.jax
+from tdf import blas as tdf_blas
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 NCHW = ("NCHW", "OIHW", "NCHW")
@@ -331,9 +332,11 @@ def _contract_calls(fn, *args):
 
 
 @pytest.mark.parametrize("dn", [NHWC, NCHW], ids=["nhwc", "nchw"])
-def test_im2col_contraction_reaches_the_blas(dn):
+def test_im2col_contraction_reaches_the_blas(dn, monkeypatch):
     """The patches are not fused back into the contraction: one BLAS call
     per convolution, for both layouts, plain and grouped."""
+    from tdf.jax import _conv as conv_module
+    monkeypatch.setattr(conv_module, "LIBRARY", False)
     rng = np.random.default_rng(1)
     x, w = _operands(rng, dn, 2, 4, (8, 8), 6, (3, 3))
     fn = _conv(window_strides=(1, 1), padding="SAME", dimension_numbers=dn)
@@ -352,8 +355,12 @@ def test_cnn_train_step_convolutions_reach_the_blas():
     x = rng.standard_normal((2, 14, 14, 1)).astype(np.float32)
     y = rng.integers(0, 10, 2).astype(np.int32)
     # forward: 2 convs + dense; backward: dense (2), conv2 input and weight,
-    # conv1 weight gradients
-    assert _contract_calls(cnn_step, p, x, y) == 8
+    # conv1 weight gradients. With oneDNN loaded, the two forward
+    # convolutions (float32, NHWC/HWIO) are oneDNN convolutions instead.
+    ir = tdf.jax.jit(cnn_step).lower(p, x, y).compile().llvm_ir
+    convs = 2 if tdf_blas.onednn_path() else 0
+    assert ir.count("call @tdf_rt_conv") == convs
+    assert ir.count("call @tdf_rt_contract") == 8 - convs
 
 
 def test_dense_after_flatten_and_scale_reaches_the_blas():
@@ -380,6 +387,7 @@ def test_dense_after_flatten_and_scale_reaches_the_blas():
 def small_chunks(monkeypatch):
     """Every im2col convolution built in at most 3 batch chunks."""
     from tdf.jax import _conv as conv_module
+    monkeypatch.setattr(conv_module, "LIBRARY", False)
     monkeypatch.setattr(conv_module, "CHUNK_BYTES", 1)
     monkeypatch.setattr(conv_module, "CHUNK_MIN_ROWS", 1)
     monkeypatch.setattr(conv_module, "CHUNK_MAX", 3)
@@ -426,6 +434,7 @@ def test_negative_batch_chunks(case, monkeypatch):
     own), a batch that is not the outermost dimension of the input or the
     result, patches within CHUNK_BYTES."""
     from tdf.jax import _conv as conv_module
+    monkeypatch.setattr(conv_module, "LIBRARY", False)
     monkeypatch.setattr(conv_module, "CHUNK_MIN_ROWS", 1)
     if case != "small":
         monkeypatch.setattr(conv_module, "CHUNK_BYTES", 1)
@@ -491,9 +500,14 @@ def conv_configs(draw):
     return specs, n, c, spatial, o, kernel, kw, groups if groups_kind == "feature" else 1, seed
 
 
+@pytest.mark.parametrize("library", [True, False], ids=["library", "im2col"])
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(conv_configs())
-def test_conv_property(config):
+@given(config=conv_configs())
+def test_conv_property(library, config, monkeypatch):
+    """Random convolutions against jax.jit, with the float32 ones the oneDNN
+    route takes built as named ops (library) and all as im2col."""
+    from tdf.jax import _conv as conv_module
+    monkeypatch.setattr(conv_module, "LIBRARY", library)
     specs, n, c, spatial, o, kernel, kw, groups, seed = config
     rng = np.random.default_rng(seed)
     x, w = _operands(rng, specs, n, c, spatial, o, kernel, groups)

@@ -161,9 +161,11 @@ class Lowered:
     def __init__(self, signature: _Signature, module: ir.Module | None, context, name: str,
                  where=None):
         self._signature = signature
-        # Translated on first use when None: a compilation cache hit never is.
-        self._module = module
-        self._context = context
+        # Translated on first use, per convolution strategy (see
+        # library_convolutions): a compilation cache hit never is.
+        self._modules: dict[bool, tuple] = {}
+        if module is not None:
+            self._modules[library_convolutions({})] = (module, context)
         self._where = where  # the call site: the fallback location of the translation
         # Held while the module or its context is in use (translation,
         # printing, a copy compiled in the same context): a tdf.Context is
@@ -173,28 +175,44 @@ class Lowered:
         self._compiled: dict[tuple, object] = {}  # (strict, options) -> compiled program
         self._default = None
 
-    def _built(self) -> ir.Module:
-        with self._lock:
-            if self._module is None:
-                self._module, self._context = _build_module(self._signature, self.name,
-                                                            self._where)
-            return self._module
+    @property
+    def translated(self) -> bool:
+        """Whether the jaxpr was translated to MLIR (a compilation cache
+        hit never translates it)."""
+        return bool(self._modules)
 
-    def as_text(self, debug_info: bool = False) -> str:
+    def _built(self, library: bool | None = None) -> ir.Module:
+        """The imported module; ``library``: convolutions as named ops for
+        the oneDNN route (default: what ``compile()`` with default options
+        gets, :func:`library_convolutions`)."""
+        return self._built_in(library)[0]
+
+    def _built_in(self, library: bool | None = None) -> tuple:
+        if library is None:
+            library = library_convolutions({})
+        with self._lock:
+            if library not in self._modules:
+                self._modules[library] = _build_module(self._signature, self.name,
+                                                       self._where, library)
+            return self._modules[library]
+
+    def as_text(self, debug_info: bool = False, **options) -> str:
         """The imported MLIR (``func.func @main``; ``debug_info`` adds the
-        user source locations of every op)."""
+        user source locations of every op) that :meth:`compile` with
+        ``options`` compiles."""
         with self._lock:
-            return self._built().operation.get_asm(enable_debug_info=debug_info)
+            module = self._built(library_convolutions(options))
+            return module.operation.get_asm(enable_debug_info=debug_info)
 
-    def _copy(self):
+    def _copy(self, library: bool):
         """A copy of the imported module for one compile
         (:class:`tdf.compiler.OwnedModule`): the ops cloned in this
         Lowered's context, with their locations -- what printing the module
         with its debug info and parsing the text gives, without either."""
         from ..compiler import OwnedModule
         with self._lock:
-            module = self._built()
-            with self._context:
+            module, context = self._built_in(library)
+            with context:
                 copy = ir.Module.create(module.operation.location)
                 for attr in module.operation.attributes:
                     copy.operation.attributes[attr.name] = attr.attr
@@ -212,16 +230,17 @@ class Lowered:
         unkeyable jaxpr) and for other targets."""
         from .. import cache
         if options.get("target", "cpu") != "cpu":
-            return self.as_text(debug_info=True)
+            return self.as_text(debug_info=True, **options)
+        library = library_convolutions(options)
         if cache.cache_dir() is not None:
             from ._cache_key import program_key
-            key = program_key(self._signature, self.name, self._where)
+            key = program_key(self._signature, self.name, self._where, library)
             if key is None:
-                return self.as_text(debug_info=True)
+                return self.as_text(debug_info=True, **options)
             # The Source's "text" is the module copy: tdf.compile gets
             # it back from the cache's lookup on a miss.
-            return cache.Source(key, self._copy)
-        return self._copy()
+            return cache.Source(key, lambda: self._copy(library))
+        return self._copy(library)
 
     def compile(self, strict: bool = False, **options):
         """Compiles with :func:`tdf.compile` (``options`` are passed on);
@@ -298,12 +317,30 @@ def _leaf_names(sig):
     return args, results
 
 
-def _build_module(sig: _Signature, name: str, where=None):
+def library_convolutions(options: dict) -> bool:
+    """Whether a program compiled with ``options`` (:func:`tdf.compile`'s)
+    gets its float32 convolutions as upstream named ops, which the CPU
+    pipeline's ``tdf-convolutions-to-dnnl`` runs through oneDNN's
+    convolution primitive: for the CPU, with the BLAS route on and oneDNN
+    loaded. Otherwise they are built as im2col + one contraction
+    (``tdf.jax._conv``): a named convolution the route does not take
+    becomes plain loops."""
+    from .. import blas as _blas
+    if options.get("target", "cpu") != "cpu":
+        return False
+    blas = options.get("blas")
+    if blas is False or not _blas.available():
+        return False
+    return bool(_blas.onednn_path())
+
+
+def _build_module(sig: _Signature, name: str, where=None, library: bool = False):
     from ..context import Context
     ctx = Context()
     with ctx, ir.Location.unknown(ctx):
         module = ir.Module.create()
         tr = Translator(name, fallback=where)
+        tr.library_convolutions = library
         tr.check_dtypes(sig.closed.jaxpr)
         at = f"{format_where(where)}: {name}: "
         arg_types = [tensor_type(a, f"{at}argument leaf #{i}: ") for i, a in enumerate(sig.in_avals)]

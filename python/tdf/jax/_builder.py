@@ -333,6 +333,9 @@ class Translator:
         # (file, line, column) for equations without a user frame (the
         # traced function is itself a library function, ``jnp.sort``)
         self.fallback = fallback
+        # Float32 convolutions as upstream named ops (the oneDNN route of the
+        # CPU pipeline) instead of im2col + a contraction: _conv.
+        self.library_convolutions = False
         self.eqn = None
         self.stack: list = []  # the equations being translated, outermost first
 

@@ -163,16 +163,16 @@ class _Writer:
         self.put("outvars:" + ",".join(var(v) for v in jaxpr.outvars))
 
 
-def program_key(sig, name: str, where) -> str | None:
-    """The key of the program ``_build_module(sig, name, where)`` makes, or
-    None when it cannot be keyed faithfully (:class:`Unkeyable`)."""
+def program_key(sig, name: str, where, library: bool = False) -> str | None:
+    """The key of the program ``_build_module(sig, name, where, library)``
+    makes, or None when it cannot be keyed faithfully (:class:`Unkeyable`)."""
     import jax
     import jaxlib
     w = _Writer()
     try:
         w.put(f"tdf.jax program: jax {jax.__version__} jaxlib {jaxlib.__version__}")
         w.put(repr(sorted((k, w.value(v)) for k, v in jax.config.values.items())))
-        w.put(f"name {name!r} at {where!r}")
+        w.put(f"name {name!r} at {where!r} library convolutions {library}")
         w.put("in " + ",".join(w.aval(a) for a in sig.in_avals))
         w.put(f"donated {list(map(bool, sig.donated))}")
         w.put("outputs " + ",".join(

@@ -2,6 +2,13 @@
 (negative included), lhs and rhs dilation, ``feature_group_count`` and
 ``batch_group_count``, ``preferred_element_type``.
 
+A float32 convolution with one group, no lhs dilation and a channels-last
+or channels-first layout is, when the translation asks for it
+(``tr.library_convolutions``: compiled for the CPU with the BLAS route and
+oneDNN), an upstream named convolution after its padding
+(:func:`_named_convolution`), which ``tdf-convolutions-to-dnnl`` runs
+through oneDNN's convolution primitive. Otherwise:
+
 A convolution is a contraction of the input's patches with the kernel, and
 that is how it is built, so that it reaches the BLAS (the CPU pipeline's
 ``tdf-specialize-contractions`` / ``tdf-contractions-to-blas``):
@@ -71,6 +78,12 @@ _MAX_DIMS = 6
 #: strided maps; loops, no BLAS). Only ``benchmarks/conv.py`` switches it,
 #: to measure the two against each other.
 STRATEGY = "im2col"
+#: Float32 convolutions that the CPU pipeline's oneDNN route takes (one
+#: group, no lhs dilation, channels-last or channels-first layouts) are
+#: built as upstream named ops when the translation asks for them
+#: (``tr.library_convolutions``: ``tdf.jax._api.library_convolutions``);
+#: tests of the im2col path switch it off.
+LIBRARY = True
 #: Patches of at most about this many bytes per contraction: a larger
 #: patches tensor is built and contracted in batch chunks (one patches
 #: buffer, reused, that stays in the core's cache between its copy and the
@@ -289,6 +302,11 @@ def _conv_general_dilated(tr, eqn, args):
 
     if STRATEGY == "direct":
         return [_direct_generic(tr, cv, x, rhs, ldtype, rdtype, acc_dtype, out_dtype)]
+    named = _named_convolution(tr, cv, (ldtype, rdtype, out_dtype))
+    if named is not None:
+        init = tr.fill(zero, cv.out_shape)
+        attrs = {"strides": list(cv.strides), "dilations": list(cv.rhs_dilation)}
+        return [named(x, rhs, outs=[init], **attrs)]
 
     # 2. the contraction's operands and result layout
     k_tags = ["f"] + [("k", i) for i in range(cv.nsp)]
@@ -304,6 +322,31 @@ def _conv_general_dilated(tr, eqn, args):
                                                                   out_dtype))]
     built = _patch_operands(tr, cv, x, rhs, m_tags, k_tags)
     return [_contract(tr, cv, built, ldtype, rdtype, acc_dtype, out_dtype)]
+
+
+def _named_convolution(tr, cv, dtypes):
+    """The upstream named convolution (``linalg.conv_2d_nhwc_hwcf`` ...)
+    that computes ``cv`` after its padding, when the translation builds
+    them (``tr.library_convolutions``: the CPU pipeline's oneDNN route will
+    take it) and one does: float32 throughout, one group, no lhs dilation,
+    1-3 spatial dimensions in the channels-last (NHWC / HWIO / NHWC) or
+    channels-first (NCHW / OIHW / NCHW) layout; else None."""
+    if not (LIBRARY and getattr(tr, "library_convolutions", False)) or not 1 <= cv.nsp <= 3:
+        return None
+    if any(np.dtype(d) != np.dtype(np.float32) for d in dtypes):
+        return None
+    if cv.groups != 1 or any(d != 1 for d in cv.lhs_dilation):
+        return None
+    n = cv.nsp
+    spatial = tuple(range(1, n + 1))
+    if cv.lhs_spec == cv.out_spec == (0, n + 1) + spatial and \
+            cv.rhs_spec == (n + 1, n) + tuple(range(n)):
+        names = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwcf"}
+    elif cv.lhs_spec == cv.out_spec == cv.rhs_spec == tuple(range(n + 2)):
+        names = {1: "conv_1d_ncw_fcw", 2: "conv_2d_nchw_fchw", 3: "conv_3d_ncdhw_fcdhw"}
+    else:
+        return None
+    return getattr(linalg, names[n])
 
 
 def _batch_chunks(cv, ldtype) -> list[int]:
