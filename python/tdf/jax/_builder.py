@@ -336,6 +336,8 @@ class Translator:
         # Float32 convolutions as upstream named ops (the oneDNN route of the
         # CPU pipeline) instead of im2col + a contraction: _conv.
         self.library_convolutions = False
+        # Constant tensors built by constant() -> their numpy contents.
+        self.constant_arrays: dict = {}
         self.eqn = None
         self.stack: list = []  # the equations being translated, outermost first
 
@@ -447,6 +449,7 @@ class Translator:
                              f"{len(jaxpr.invars)} arguments, got {len(args)}")
         for var, value in zip(jaxpr.invars, args):
             env[var] = value
+        from ._constant_fold import fold
         outer = self.eqn
         for eqn in jaxpr.eqns:
             self.eqn = eqn
@@ -458,7 +461,9 @@ class Translator:
             try:
                 ins = [self._read(env, atom) for atom in eqn.invars]
                 with self.location(eqn):
-                    outs = self._key_rule(eqn, fn)(self, eqn, ins)
+                    outs = fold(self, eqn, ins)
+                    if outs is None:
+                        outs = self._key_rule(eqn, fn)(self, eqn, ins)
             except (TDFError, MemoryError):
                 raise
             except Exception as err:  # a bare error of a rule: name the primitive and line
@@ -539,15 +544,15 @@ class Translator:
     def constant(self, array, aval):
         """A tensor constant holding ``array`` with ``aval``'s type."""
         ttype = self.located(tensor_type, aval)
-        array = np.asarray(array).astype(aval.dtype)
+        array = original = np.asarray(array).astype(aval.dtype)
         flat = array.reshape(-1)
         if flat.size == 0 or np.all(flat == flat[0]) or (is_float(aval.dtype) and np.all(np.isnan(flat))):
             first = self.const(flat[0] if flat.size else 0, ttype.element_type)
             # Splats as scalars: no memref.global, and rank-0 constants
             # fold into element-wise bodies.
             if ttype.rank == 0:
-                return self.from_scalar(first)
-            return self.fill(first, ttype.shape)
+                return self._remember(self.from_scalar(first), original)
+            return self._remember(self.fill(first, ttype.shape), original)
         else:
             if flat.size > 1 << 16:
                 raise self.unsupported(f"a constant of {flat.size} elements (pass it as an argument)")
@@ -556,7 +561,13 @@ class Translator:
             elif array.dtype.kind == "u":
                 array = array.view(signless(array.dtype))
             attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=ttype)
-        return arith.ConstantOp(ttype, attr).result
+        return self._remember(arith.ConstantOp(ttype, attr).result, original)
+
+    def _remember(self, value, array):
+        """``value``, a constant, with its contents for constant folding
+        (:mod:`._constant_fold`)."""
+        self.constant_arrays[value] = array
+        return value
 
     # -- scalars and tensors ------------------------------------------------
 
