@@ -9,6 +9,8 @@ otherwise; non-donated inputs are checked unchanged after every call."""
 
 from __future__ import annotations
 
+import zlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -228,12 +230,16 @@ def test_erf_inv_float64_is_accurate():
 @pytest.mark.parametrize("fun", [jnp.arcsin, jnp.arccos, jnp.sinh, jnp.cosh, jnp.arcsinh,
                                  jnp.arccosh, jnp.arctanh])
 def test_inverse_and_hyperbolic_functions(fun):
-    x = np.concatenate([RNG.uniform(-0.99, 0.99, 30), [0.5, 1.5, 2.0, 10.0, -10.0, 0.0, 1.0,
+    # the draws do not depend on which tests ran before (xdist's order)
+    rng = np.random.default_rng(zlib.crc32(fun.__name__.encode()))
+    x = np.concatenate([rng.uniform(-0.99, 0.99, 30), [0.5, 1.5, 2.0, 10.0, -10.0, 0.0, 1.0,
                                                      -1.0, np.nan, np.inf]]).astype(np.float32)
     check(fun, x, rtol=2e-6)
     check(fun, x.astype(jnp.bfloat16), rtol=1e-2)
     with jax.enable_x64(True):
-        check(fun, x.astype(np.float64), rtol=1e-14)
+        # libm's and XLA's float64 functions: up to 1.6e-14 apart (arctanh,
+        # 20,000 draws in (-0.99, 0.99))
+        check(fun, x.astype(np.float64), rtol=2e-14)
 
 
 @pytest.mark.parametrize("fun", [lax.lgamma, lax.digamma])

@@ -71,6 +71,7 @@ struct Api {
   int (*engineCreate)(Handle *, int, size_t);
   int (*streamCreate)(Handle *, Handle, unsigned);
   int (*streamWait)(Handle);
+  int (*streamDestroy)(Handle);
   int (*mdStrides)(Handle *, int, const int64_t *, int, const int64_t *);
   int (*mdTag)(Handle *, int, const int64_t *, int, int);
   int (*mdEqual)(Handle, Handle);
@@ -120,6 +121,7 @@ bool ready() {
       bind(lib, "dnnl_engine_create", a.engineCreate) &&
       bind(lib, "dnnl_stream_create", a.streamCreate) &&
       bind(lib, "dnnl_stream_wait", a.streamWait) &&
+      bind(lib, "dnnl_stream_destroy", a.streamDestroy) &&
       bind(lib, "dnnl_memory_desc_create_with_strides", a.mdStrides) &&
       bind(lib, "dnnl_memory_desc_create_with_tag", a.mdTag) &&
       bind(lib, "dnnl_memory_desc_equal", a.mdEqual) &&
@@ -295,12 +297,8 @@ bool runLibrary(const int64_t *desc, int rank, bool channelsLast, int threads) {
   for (Handle m : mem)
     if (m)
       api.memoryDestroy(m);
-  if (stream) {
-    static auto destroy = reinterpret_cast<int (*)(Handle)>(
-        dlsym(apiLibrary, "dnnl_stream_destroy"));
-    if (destroy)
-      destroy(stream);
-  }
+  if (stream)
+    api.streamDestroy(stream);
   std::free(packed);
   return ok;
 }

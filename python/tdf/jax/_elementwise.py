@@ -281,24 +281,15 @@ def _emit_chain(tr, eqn, base, c: float, kind: str):
     return out
 
 
-@rule("add")
-def _add_rule(tr, eqn, args):
-    return _chained(tr, eqn, args, "add", False, _float_add)
+def _chain_rule(name: str, kind: str, negate: bool, otherwise) -> None:
+    """Registers ``name``'s rule: :func:`_chained`, else ``otherwise``."""
+    rule(name)(lambda tr, eqn, args: _chained(tr, eqn, args, kind, negate, otherwise))
 
 
-@rule("add_any")
-def _add_any_rule(tr, eqn, args):
-    return _chained(tr, eqn, args, "add", False, _float_add_any)
-
-
-@rule("sub")
-def _sub_rule(tr, eqn, args):
-    return _chained(tr, eqn, args, "add", True, _float_sub)
-
-
-@rule("mul")
-def _mul_rule(tr, eqn, args):
-    return _chained(tr, eqn, args, "mul", False, _float_mul)
+_chain_rule("add", "add", False, _float_add)
+_chain_rule("add_any", "add", False, _float_add_any)
+_chain_rule("sub", "add", True, _float_sub)
+_chain_rule("mul", "mul", False, _float_mul)
 
 
 _float_rule("rem", _rem)
