@@ -203,6 +203,16 @@ def test_chains_of_constants_reassociate_as_xla_does(dtype):
           + lax.convert_element_type(tiny, dtype), x)
 
 
+@pytest.mark.parametrize("n", [39, 64, 4096])
+def test_bfloat16_arithmetic_with_constants_compiles_and_matches(n):
+    # Regression: LLVM's x86 back end aborted the process on the bf16
+    # arithmetic it narrowed ``1 - x / 39`` into (tdf-guard-bf16-narrowing)
+    x = (np.random.default_rng(n).standard_normal(n) * 3).astype(jnp.bfloat16)
+    x[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    check(lambda v: (1 - v / 39, v / 3 + 1, v + 1, 2 - v * jnp.bfloat16(0.5),
+                     (v * jnp.bfloat16(0.3)) + 1, v * 2 - 1e30), x)
+
+
 def test_multiply_add_contracts_as_xla_does():
     # XLA:CPU fuses a multiply into the add/subtract that is its only use
     # (one rounding); a multiply with several uses stays rounded
