@@ -93,10 +93,16 @@ def _fills_before(ops) -> dict:
     return fills
 
 
-def zero_fill_before(op, c, inputs, fills: dict):
+def zero_fill_before(op, c, inputs, scans: dict):
     """The ``linalg.fill`` of zero into ``c`` (a fresh allocation or arena
-    view, or a view of one, that no input views) right before ``op``
-    (``fills``: :func:`_fills_before` of its block), or None."""
+    view, or a view of one, that no input views) right before ``op``, or
+    None. ``scans`` keeps each block's :func:`_fills_before` (one scan per
+    block for all the ops asked about); pass the same dict for every op."""
+    ops = op.operation.block.operations
+    key = op_key(ops[0])
+    if key not in scans:
+        scans[key] = _fills_before(ops)
+    fills = scans[key]
     root = _root(c)
     if not fresh_buffer(root) or any(_root(v) == root for v in inputs):
         return None
@@ -197,12 +203,7 @@ def emit_contract_calls(module, found: list[Contraction], callee: str, threads: 
     scans: dict = {}  # op_key of a block's first op -> _fills_before
     fills = []
     for contraction in found:
-        target = contraction.op.operation
-        ops = target.block.operations
-        key = op_key(ops[0])
-        if key not in scans:
-            scans[key] = _fills_before(ops)
         a, b, c = contraction.operands
-        fills.append(zero_fill_before(target, c, (a, b), scans[key]))
+        fills.append(zero_fill_before(contraction.op.operation, c, (a, b), scans))
     for contraction, fill in zip(found, fills):
         _rewrite(contraction, callee, threads, fill)

@@ -44,10 +44,10 @@ from mlir import ir
 from mlir.dialects import arith, func, memref
 
 from ..vocabulary import CONV
-from ._contraction_calls import _fills_before, zero_fill_before
+from ._contraction_calls import zero_fill_before
 from ._runtime_sites import declare
 from .analysis.contractions import is_strided
-from .ir_utils import collect_ops, op_key
+from .ir_utils import collect_ops
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["convolutions_to_dnnl", "CONVOLUTIONS"]
@@ -138,11 +138,7 @@ def convolutions_to_dnnl(op, ctx: PassContext) -> None:
         operands = list(target.operands)
         fill = None
         if all(isinstance(v.type, ir.MemRefType) for v in operands):
-            ops = target.block.operations
-            key = op_key(ops[0])
-            if key not in scans:
-                scans[key] = _fills_before(ops)
-            fill = zero_fill_before(target, operands[2], operands[:2], scans[key])
+            fill = zero_fill_before(target, operands[2], operands[:2], scans)
         why = _why_not(target, fill)
         if why is None:
             found.append((target, fill))

@@ -184,6 +184,29 @@ void logical(const Operand &o, int rank, bool channelsLast, bool weights,
   }
 }
 
+/// One call's convolution, decoded once: each operand's data and oneDNN's
+/// logical (sizes, strides) of it, the window strides and dilations.
+struct Geometry {
+  int rank;
+  bool channelsLast;
+  Operand ops[3];
+  int64_t dims[3][5], str[3][5];
+  const int64_t *windowStrides, *dilations;
+};
+
+Geometry decode(const int64_t *desc, int rank, bool channelsLast) {
+  Geometry g;
+  g.rank = rank;
+  g.channelsLast = channelsLast;
+  for (int k = 0; k < 3; ++k) {
+    g.ops[k] = operand(desc + k * kOperandWords, rank);
+    logical(g.ops[k], rank, channelsLast, k == 1, g.dims[k], g.str[k]);
+  }
+  g.windowStrides = desc + 3 * kOperandWords;
+  g.dilations = g.windowStrides + 3;
+  return g;
+}
+
 /// The primitive of one geometry, created on first use; null when oneDNN
 /// refuses it.
 Conv *primitiveFor(const std::vector<int64_t> &key, int rank,
@@ -236,27 +259,26 @@ Conv *primitiveFor(const std::vector<int64_t> &key, int rank,
 
 /// Runs the convolution through oneDNN; false when it cannot (not loaded,
 /// geometry refused).
-bool runLibrary(const int64_t *desc, int rank, bool channelsLast, int threads) {
-  int64_t dims[3][5], str[3][5];
-  Operand ops[3];
-  for (int k = 0; k < 3; ++k) {
-    ops[k] = operand(desc + k * kOperandWords, rank);
-    logical(ops[k], rank, channelsLast, k == 1, dims[k], str[k]);
-  }
+bool runLibrary(const Geometry &g, int threads) {
+  const int64_t (&dims)[3][5] = g.dims;
+  const int64_t (&str)[3][5] = g.str;
+  const Operand(&ops)[3] = g.ops;
+  int rank = g.rank;
   Conv conv;
   {
     std::lock_guard<std::mutex> guard(convLock);
     if (!ready())
       return false;
-    std::vector<int64_t> key{rank, channelsLast, threads};
+    std::vector<int64_t> key{rank, g.channelsLast, threads};
     for (int k = 0; k < 3; ++k)
       for (int i = 0; i < rank; ++i) {
         key.push_back(dims[k][i]);
         key.push_back(str[k][i]);
       }
-    key.insert(key.end(), desc + 3 * kOperandWords, desc + kDescWords);
-    Conv *found = primitiveFor(key, rank, dims, str, desc + 3 * kOperandWords,
-                               desc + 3 * kOperandWords + 3);
+    key.insert(key.end(), g.windowStrides, g.windowStrides + 3);
+    key.insert(key.end(), g.dilations, g.dilations + 3);
+    Conv *found =
+        primitiveFor(key, rank, dims, str, g.windowStrides, g.dilations);
     if (!found)
       return false;
     conv = *found;
@@ -305,15 +327,12 @@ bool runLibrary(const int64_t *desc, int rank, bool channelsLast, int threads) {
 
 /// The same convolution as loops (oneDNN unavailable or refusing): dst =
 /// sum over input feature and kernel positions of src * weights.
-void runReference(const int64_t *desc, int rank, bool channelsLast) {
-  int64_t dims[3][5], str[3][5];
-  Operand ops[3];
-  for (int k = 0; k < 3; ++k) {
-    ops[k] = operand(desc + k * kOperandWords, rank);
-    logical(ops[k], rank, channelsLast, k == 1, dims[k], str[k]);
-  }
-  const int64_t *windowStrides = desc + 3 * kOperandWords;
-  const int64_t *dilations = windowStrides + 3;
+void runReference(const Geometry &g) {
+  const int64_t (&dims)[3][5] = g.dims;
+  const int64_t (&str)[3][5] = g.str;
+  const Operand(&ops)[3] = g.ops;
+  int rank = g.rank;
+  const int64_t *windowStrides = g.windowStrides, *dilations = g.dilations;
   int sp = rank - 2;
   int64_t out[3] = {1, 1, 1}, ker[3] = {1, 1, 1};
   for (int i = 0; i < sp; ++i) {
@@ -359,14 +378,14 @@ extern "C" void tdf_rt_conv(int64_t flags, int64_t desc) {
   int rank = int(flags & 3) + 2;
   bool channelsLast = !((flags >> 2) & 1);
   int threads = int((flags >> 32) & 0xffff);
-  const int64_t *words = reinterpret_cast<const int64_t *>(desc);
-  if (!forceReference.load() &&
-      runLibrary(words, rank, channelsLast, threads)) {
+  Geometry g =
+      decode(reinterpret_cast<const int64_t *>(desc), rank, channelsLast);
+  if (!forceReference.load() && runLibrary(g, threads)) {
     libraryCalls.fetch_add(1);
     return;
   }
   referenceCalls.fetch_add(1);
-  runReference(words, rank, channelsLast);
+  runReference(g);
 }
 
 namespace tdfpy {

@@ -338,6 +338,9 @@ class Translator:
         self.library_convolutions = False
         # Constant tensors built by constant() -> their numpy contents.
         self.constant_arrays: dict = {}
+        # Results of x + c / x * c with a constant c -> (kind, x, c):
+        # _elementwise's chains of constant operands.
+        self.constant_chains: dict = {}
         self.eqn = None
         self.stack: list = []  # the equations being translated, outermost first
 

@@ -331,7 +331,7 @@ def _named_convolution(tr, cv, dtypes):
     take it) and one does: float32 throughout, one group, no lhs dilation,
     1-3 spatial dimensions in the channels-last (NHWC / HWIO / NHWC) or
     channels-first (NCHW / OIHW / NCHW) layout; else None."""
-    if not (LIBRARY and getattr(tr, "library_convolutions", False)) or not 1 <= cv.nsp <= 3:
+    if not (LIBRARY and tr.library_convolutions) or not 1 <= cv.nsp <= 3:
         return None
     if any(np.dtype(d) != np.dtype(np.float32) for d in dtypes):
         return None

@@ -190,7 +190,7 @@ def _div_rule(tr, eqn, args):
         reciprocal = float(kind(1) / kind(divisor))
     etype = element_type(dtype)
     if _reassociates(dtype):  # x / c is x * (1 / c): a link of a chain of products
-        inner = tr.__dict__.get("constant_chains", {}).get(args[0])
+        inner = tr.constant_chains.get(args[0])
         if inner is not None and inner[0] == "mul":
             return _emit_chain(tr, eqn, inner[1], _fold("mul", dtype, inner[2], reciprocal), "mul")
         return _emit_chain(tr, eqn, args[0], reciprocal, "mul")
@@ -251,7 +251,7 @@ def _chained(tr, eqn, args, kind: str, negate: bool, otherwise):
     if found is None:
         return otherwise(tr, eqn, args)
     x, c = found
-    chains = tr.__dict__.setdefault("constant_chains", {})
+    chains = tr.constant_chains
     inner = chains.get(x)
     if kind == "mul" and c == 1.0 and inner is not None:
         # x * 1 is x (XLA's simplifier drops it): the chain x is in goes on
@@ -277,7 +277,7 @@ def _emit_chain(tr, eqn, base, c: float, kind: str):
         return op(wide, tr.const(c, wide.type), fastmath=_contract()).result
 
     out = [tr.elementwise(eqn.outvars[0].aval, [base], scalar)]
-    tr.__dict__.setdefault("constant_chains", {})[out[0]] = (kind, base, c)
+    tr.constant_chains[out[0]] = (kind, base, c)
     return out
 
 
