@@ -19,6 +19,12 @@ x86), so that every opt level computes the same thing:
 - an ``fneg`` operand with no other use first turns the op around, as the
   combiner canonicalizes: ``a + -b`` is ``a - b``, ``-a + b`` is ``b - a``,
   ``a - -b`` is ``a + b``;
+- an ``fadd`` of two products fuses the one LLVM's optimizer puts first: its
+  ``Reassociate`` pass orders the operands of every commutative op by rank
+  (a value computed later in the function ranks higher: arguments, then each
+  block's memory accesses in order, an expression one above its highest
+  operand) and swaps ``p + q`` when ``q`` ranks lower. ``jax.jit`` gives
+  those bits: ``a * b + a * a`` is ``fma(a, a, a * b)`` there;
 
 where both ops carry ``contract`` (or ``fast``), the ``fmul`` has no other
 use and is in the same block (the combiner sees one block at a time). The
@@ -96,10 +102,71 @@ def _negated(value, add):
     return neg
 
 
-def _fuse(add) -> bool:
+class _Ranks:
+    """The ranks LLVM's ``Reassociate`` gives the values of one function:
+    constants 0; its arguments 3, 4, ...; each block (in order) a base
+    ``(n << 16)`` above them, its block arguments (phis) and its ops that
+    touch memory or may not be speculated the next ranks up from there, in
+    order; any other op one more than its highest operand (``fneg`` none
+    more)."""
+
+    #: Ops with a rank of their own in their block.
+    _PINNED = ("llvm.load", "llvm.store", "llvm.call", "llvm.atomicrmw", "llvm.cmpxchg",
+               "llvm.fence", "llvm.alloca", "llvm.sdiv", "llvm.udiv", "llvm.srem", "llvm.urem")
+
+    def __init__(self, func):
+        self.memo: dict = {}
+        entry = func.regions[0].blocks[0]
+        rank = 2
+        for arg in entry.arguments:
+            rank += 1
+            self.memo[arg] = rank
+        for block in func.regions[0].blocks:
+            rank += 1
+            base = rank << 16
+            if block != entry:
+                for arg in block.arguments:
+                    base += 1
+                    self.memo[arg] = base
+            for op in block.operations:
+                if op.name in self._PINNED:
+                    base += 1
+                    for result in op.results:
+                        self.memo[result] = base
+
+    def of(self, value) -> int:
+        if value in self.memo:
+            return self.memo[value]
+        op = defining_op(value)
+        if op is None:
+            return 0
+        if op.name in ("llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.poison",
+                       "llvm.mlir.undef", "llvm.mlir.addressof"):
+            rank = 0
+        else:
+            rank = max((self.of(operand) for operand in op.operands), default=0)
+            rank += 0 if op.name == "llvm.fneg" else 1
+        self.memo[value] = rank
+        return rank
+
+
+def _function(op):
+    while op is not None and op.name != "llvm.func":
+        op = op.parent
+    return op
+
+
+def _fuse(add, ranks: dict) -> bool:
     subtract = add.name == "llvm.fsub"
     x, y = add.operands[0], add.operands[1]
     negs = []
+    if not subtract and _fusable_product(x, add) is not None and \
+            _fusable_product(y, add) is not None:
+        func = _function(add.parent)
+        if func not in ranks:
+            ranks[func] = _Ranks(func)
+        if ranks[func].of(y) < ranks[func].of(x):
+            x, y = y, x  # Reassociate's operand order
     # The combiner's canonical forms first: a + -b -> a - b, -a + b -> b - a,
     # a - -b -> a + b.
     if (neg := _negated(y, add)) is not None:
@@ -138,6 +205,7 @@ def _fuse(add) -> bool:
 )
 def fuse_multiply_add(op, ctx: PassContext) -> None:
     """See the module docstring."""
+    ranks: dict = {}
     for add in collect_ops(op, ("llvm.fadd", "llvm.fsub")):
-        if _contractable(add) and _fuse(add):
+        if _contractable(add) and _fuse(add, ranks):
             ctx.statistic("fused")

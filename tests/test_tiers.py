@@ -132,6 +132,22 @@ def test_every_opt_level_rounds_alike_and_like_jax(expr, dtype):
             np.testing.assert_array_equal(got, expected, err_msg=f"{expr} at -O{level}")
 
 
+@pytest.mark.parametrize("expr", ["a * b + a * a", "a * a + a * b",
+                                  "((a + a) * (a + b)) + ((a + a) * (a + a))",
+                                  "(b * c) + (a + a) * (a + a)", "(a + c) * (a + b) + (b + c) * (a + c)"])
+def test_sum_of_two_products_fuses_the_one_llvm_ranks_first(expr):
+    """Of two products, the one LLVM's Reassociate orders first fuses (a
+    hypothesis draw found ``(a+a)*(a+b) + (a+a)*(a+a)`` 1,136 elements off
+    jax.jit at both levels when the left one always fused)."""
+    fn = eval(f"lambda a, b, c: {expr}")  # noqa: S307 (fixed expressions)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(4099).astype(np.float32) for _ in range(3)]
+    expected = np.asarray(jax.jit(fn)(*xs))
+    for level in (0, 2):
+        got = np.asarray(tdf.jax.jit(fn, opt_level=level)(*xs))
+        np.testing.assert_array_equal(got, expected, err_msg=f"{expr} at -O{level}")
+
+
 def test_negative_untiered_and_level_zero_programs_are_optimized_at_once(monkeypatch):
     monkeypatch.delenv(tiers.ENV, raising=False)
     assert compiled(None).optimized  # off by default

@@ -87,7 +87,39 @@ llvm.func @negative_not_fused(%a: f32, %b: f32, %c: f32) -> f32 {
   llvm.return %s3 : f32
 }
 
-// Statistics per split: five, one, none.
+// Two products: the one LLVM's Reassociate puts first fuses. It orders a
+// commutative op's operands by rank (a later argument ranks higher, a
+// product one above its higher factor): a*b + a*a is fma(a, a, a*b), and
+// c*a + b*b is fma(b, b, c*a); equal ranks (b*c + c*b) keep their order.
+// CHECK-LABEL: llvm.func @ranked_products
+// CHECK-SAME:  (%[[A:.*]]: f32, %[[B:.*]]: f32, %[[C:.*]]: f32)
+// CHECK:       %[[AB:.*]] = llvm.fmul %[[A]], %[[B]]
+// CHECK:       llvm.intr.fma(%[[A]], %[[A]], %[[AB]])
+// CHECK:       %[[CA:.*]] = llvm.fmul %[[C]], %[[A]]
+// CHECK:       llvm.intr.fma(%[[B]], %[[B]], %[[CA]])
+// CHECK:       %[[CB:.*]] = llvm.fmul %[[C]], %[[B]]
+// CHECK:       llvm.intr.fma(%[[B]], %[[C]], %[[CB]])
+llvm.func @ranked_products(%a: f32, %b: f32, %c: f32) -> !llvm.struct<(f32, f32, f32)> {
+  %ab = llvm.fmul %a, %b {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %aa = llvm.fmul %a, %a {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %s0 = llvm.fadd %ab, %aa {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %ca = llvm.fmul %c, %a {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %bb = llvm.fmul %b, %b {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %s1 = llvm.fadd %ca, %bb {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %bc = llvm.fmul %b, %c {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %cb = llvm.fmul %c, %b {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %s2 = llvm.fadd %bc, %cb {fastmathFlags = #llvm.fastmath<contract>} : f32
+  %u = llvm.mlir.undef : !llvm.struct<(f32, f32, f32)>
+  %r0 = llvm.insertvalue %s0, %u[0] : !llvm.struct<(f32, f32, f32)>
+  %r1 = llvm.insertvalue %s1, %r0[1] : !llvm.struct<(f32, f32, f32)>
+  %r2 = llvm.insertvalue %s2, %r1[2] : !llvm.struct<(f32, f32, f32)>
+  llvm.return %r2 : !llvm.struct<(f32, f32, f32)>
+}
+
+// -----
+
+// Statistics per split: five, one, three, none.
 // STATS: (S) 5 fused - multiply-adds fused into llvm.intr.fma
 // STATS: (S) 1 fused - multiply-adds fused into llvm.intr.fma
+// STATS: (S) 3 fused - multiply-adds fused into llvm.intr.fma
 // STATS: (S) 0 fused - multiply-adds fused into llvm.intr.fma
