@@ -196,17 +196,6 @@ def _walk(value, memo: dict, stop, through_integers: bool):
     return found
 
 
-class _Tracer:
-    """Follows an address back to the view it is computed from."""
-
-    def __init__(self, views):
-        self.views = views
-        self.memo: dict = {}
-
-    def view_of(self, value):
-        return _walk(value, self.memo, lambda op, _: op if op in self.views else None, False)
-
-
 def _metadata(slices: dict, limit: int, names) -> dict:
     """{view: (alias_scopes, noalias_scopes)}: a scope per view, one domain
     per base; the noalias list names the byte-disjoint views of its base."""
@@ -239,25 +228,112 @@ _ALLOCATORS = frozenset({"malloc", "aligned_alloc"})
 _ALIGN_OPS = frozenset({"llvm.add", "llvm.sub", "llvm.urem", "llvm.and"})
 
 
-class _Origins:
-    """Follows an address back to where its memory comes from: "fresh" (an
-    allocation call of this function), "argument" (an entry-block argument)
-    or None (anything else: a loaded pointer, a select, a call's result)."""
+class _Provenance:
+    """What an address is computed from, within its function: the view
+    (:meth:`view_of`) and the origin (:meth:`origin_of`) of its memory; and
+    whether two addresses never share a byte (:meth:`disjoint`), also when
+    both are parameters of a private function, through all its callers."""
 
-    def __init__(self, func):
-        self.entry = func.regions[0].blocks[0]
-        self.memo: dict = {}
+    def __init__(self, op, slices: dict):
+        self.slices = slices
+        self.view_memo: dict = {}
+        self.origin_memo: dict = {}
+        self.pairs: dict = {}
+        self.sites = _call_sites(op)
 
-    def _stop(self, op, value):
-        if op is None:
-            return "argument" if value.owner == self.entry else None
-        if op.name == "llvm.call" and "callee" in op.attributes and \
-                ir.FlatSymbolRefAttr(op.attributes["callee"]).value in _ALLOCATORS:
-            return "fresh"
-        return None
+    def view_of(self, value):
+        """The slice view ``value`` is computed from, or None."""
+        return _walk(value, self.view_memo, lambda op, _: op if op in self.slices else None, False)
 
-    def of(self, value):
-        return _walk(value, self.memo, self._stop, True)
+    def origin_of(self, func, value):
+        """``("fresh", None)`` for memory an allocation call of ``func``
+        returned, ``("argument", i)`` for memory its entry-block argument
+        ``i`` points to, None for anything else (a loaded pointer, a select,
+        a call's result)."""
+        entry = func.regions[0].blocks[0]
+
+        def stop(op, value):
+            if op is None:
+                return ("argument", ir.BlockArgument(value).arg_number) \
+                    if value.owner == entry else None
+            if op.name == "llvm.call" and "callee" in op.attributes and \
+                    ir.FlatSymbolRefAttr(op.attributes["callee"]).value in _ALLOCATORS:
+                return ("fresh", None)
+            return None
+
+        return _walk(value, self.origin_memo, stop, True)
+
+    def disjoint(self, func, a, b) -> bool:
+        """Whether addresses ``a`` and ``b`` of ``func`` point into memory
+        that never shares a byte: byte-disjoint slices of one allocation,
+        an allocation of ``func`` and memory it was passed, or two
+        parameters of a private ``func`` that every call passes such
+        memory (:meth:`params_disjoint`)."""
+        slice_a = self.slices.get(self.view_of(a))
+        slice_b = self.slices.get(self.view_of(b))
+        if slice_a is not None and slice_b is not None and slice_a[0] == slice_b[0] and \
+                (slice_a[1] + slice_a[2] <= slice_b[1] or slice_b[1] + slice_b[2] <= slice_a[1]):
+            return True
+        origin_a, origin_b = self.origin_of(func, a), self.origin_of(func, b)
+        if origin_a is None or origin_b is None:
+            return False
+        if {origin_a[0], origin_b[0]} == {"fresh", "argument"}:
+            return True
+        return origin_a[0] == origin_b[0] == "argument" and \
+            self.params_disjoint(func, origin_a[1], origin_b[1])
+
+    def params_disjoint(self, func, i: int, j: int) -> bool:
+        """Whether every call of ``func`` (private, its address never taken)
+        passes disjoint memory for its parameters ``i`` and ``j``. A cycle of
+        calls back to ``func`` answers False while it is followed."""
+        if i == j:
+            return False
+        key = (_name(func), min(i, j), max(i, j))
+        if key in self.pairs:
+            return self.pairs[key]
+        self.pairs[key] = False
+        sites = self.sites.get(_name(func)) or []
+        found = bool(sites) and all(
+            len(call.operands) > max(i, j)
+            and self.disjoint(caller, call.operands[i], call.operands[j])
+            for call, caller in sites)
+        self.pairs[key] = found
+        return found
+
+
+def _name(func) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def _private(func) -> bool:
+    """Whether no code outside the module can call ``func``."""
+    if "sym_visibility" in func.attributes and \
+            ir.StringAttr(func.attributes["sym_visibility"]).value == "private":
+        return True
+    return "linkage" in func.attributes and \
+        str(func.attributes["linkage"]) in ("#llvm.linkage<private>", "#llvm.linkage<internal>")
+
+
+#: Ops that take a function's address (its callers are then unknown).
+_ADDRESS_OF = {"llvm.mlir.addressof": "global_name", "llvm.dso_local_equivalent": "function_name"}
+
+
+def _call_sites(op) -> dict:
+    """{private function name: [(direct llvm.call, calling function)]} for
+    the functions defined in ``op`` whose address is never taken."""
+    funcs = [func for func in collect_ops(op.operation, "llvm.func") if func.regions[0].blocks]
+    sites: dict = {_name(func): [] for func in funcs if _private(func)}
+    for caller in funcs:
+        for call in collect_ops(caller, "llvm.call"):
+            if "callee" in call.attributes:
+                callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+                if callee in sites:
+                    sites[callee].append((call, caller))
+    for taking in collect_ops(op.operation, tuple(_ADDRESS_OF)):
+        attribute = _ADDRESS_OF[taking.name]
+        if attribute in taking.attributes:
+            sites.pop(ir.FlatSymbolRefAttr(taking.attributes[attribute]).value, None)
+    return sites
 
 
 def _pointer_of_integer(value):
@@ -302,30 +378,63 @@ def _half_precision(access) -> bool:
     return isinstance(element, (ir.BF16Type, ir.F16Type))
 
 
-def _tag_origins(func, accesses, names, ctx: PassContext) -> None:
+def _tag_origins(func, accesses, provenance: _Provenance, names, ctx: PassContext) -> None:
+    """Origin scopes (a ``tdf.origin`` domain of ``func``'s own): memory
+    ``func`` allocates is not memory it was passed."""
     # LLVM 22.1.8's x86 back end aborts ("Unexpected illegal type!" in
     # LegalizeDAG) on some bf16 loops once they can be vectorized without
     # run-time alias checks: functions with half-precision accesses keep
     # LLVM's own view.
     if any(_half_precision(access) for access in accesses):
         return
-    origins = _Origins(func)
-    found = [(access, origins.of(_address(access))) for access in accesses]
-    kinds = {origin for _, origin in found}
+    found = [(access, provenance.origin_of(func, _address(access))) for access in accesses]
+    kinds = {origin[0] for _, origin in found if origin is not None}
     if not {"fresh", "argument"} <= kinds:
         return  # nothing to tell apart
     fresh, argument = _origin_scopes(names)
     for access, origin in found:
         if origin is None:
             continue
-        own, other = (fresh, argument) if origin == "fresh" else (argument, fresh)
-        scopes = list(ir.ArrayAttr(access.attributes["alias_scopes"])) \
-            if "alias_scopes" in access.attributes else []
-        noalias = list(ir.ArrayAttr(access.attributes["noalias_scopes"])) \
-            if "noalias_scopes" in access.attributes else []
-        access.attributes["alias_scopes"] = ir.ArrayAttr.get(scopes + [own])
-        access.attributes["noalias_scopes"] = ir.ArrayAttr.get(noalias + [other])
+        own, other = (fresh, argument) if origin[0] == "fresh" else (argument, fresh)
+        _add_scopes(access, own, [other])
         ctx.statistic("origins", 1)
+
+
+def _tag_parameters(func, accesses, provenance: _Provenance, names, ctx: PassContext) -> None:
+    """Parameter scopes (a ``tdf.parameters`` domain of ``func``'s own):
+    parameters of a private function that every call passes disjoint
+    memory (:meth:`_Provenance.params_disjoint`)."""
+    if _name(func) not in provenance.sites or \
+            any(_half_precision(access) for access in accesses):
+        return
+    found = []
+    for access in accesses:
+        origin = provenance.origin_of(func, _address(access))
+        if origin is not None and origin[0] == "argument":
+            found.append((access, origin[1]))
+    params = sorted({index for _, index in found})
+    apart = {i: [j for j in params if provenance.params_disjoint(func, i, j)] for i in params}
+    tagged = sorted({i for i in params if apart[i]} | {j for i in params for j in apart[i]})
+    if not tagged:
+        return
+    domain = f"#llvm.alias_scope_domain<id = distinct[{next(names)}]<>, " \
+             f"description = \"tdf.parameters\">"
+    text = ", ".join(f"#llvm.alias_scope<id = distinct[{next(names)}]<>, "
+                     f"domain = {domain}>" for _ in tagged)
+    scopes = dict(zip(tagged, ir.ArrayAttr(ir.Attribute.parse(f"[{text}]"))))
+    for access, index in found:
+        if apart[index]:
+            _add_scopes(access, scopes[index], [scopes[j] for j in apart[index]])
+            ctx.statistic("parameters", 1)
+
+
+def _add_scopes(access, own, others: list) -> None:
+    scopes = list(ir.ArrayAttr(access.attributes["alias_scopes"])) \
+        if "alias_scopes" in access.attributes else []
+    noalias = list(ir.ArrayAttr(access.attributes["noalias_scopes"])) \
+        if "noalias_scopes" in access.attributes else []
+    access.attributes["alias_scopes"] = ir.ArrayAttr.get(scopes + [own])
+    access.attributes["noalias_scopes"] = ir.ArrayAttr.get(noalias + others)
 
 
 def _address(access):
@@ -338,25 +447,28 @@ def _address(access):
     options=[PassOption("max-slices", int, 512,
                         "Bases with more slices get no metadata")],
     statistics=[("tagged", "loads and stores given slice scopes"),
-                ("origins", "loads and stores given an origin scope")],
+                ("origins", "loads and stores given an origin scope"),
+                ("parameters", "loads and stores given a parameter scope")],
 )
 def arena_alias_scopes(op, ctx: PassContext) -> None:
     """See the module docstring."""
     limit = int(ctx.option("max-slices"))
     names = itertools.count()
-    for func in collect_ops(op.operation, "llvm.func"):
-        if not func.regions[0].blocks:
-            continue  # a declaration
+    funcs = [func for func in collect_ops(op.operation, "llvm.func") if func.regions[0].blocks]
+    slices: dict = {}
+    for func in funcs:
+        slices.update(_slices(func))
+    metadata = _metadata(slices, limit, names) if len(slices) >= 2 else {}
+    provenance = _Provenance(op, slices)
+    for func in funcs:
         accesses = collect_ops(func, ("llvm.load", "llvm.store"))
-        slices = _slices(func)
-        metadata = _metadata(slices, limit, names) if len(slices) >= 2 else {}
         if metadata:
-            tracer = _Tracer(metadata)
             for access in accesses:
-                view = tracer.view_of(_address(access))
-                if view is None:
+                view = provenance.view_of(_address(access))
+                if view not in metadata:
                     continue
                 access.attributes["alias_scopes"], access.attributes["noalias_scopes"] = \
                     metadata[view]
                 ctx.statistic("tagged", 1)
-        _tag_origins(func, accesses, names, ctx)
+        _tag_origins(func, accesses, provenance, names, ctx)
+        _tag_parameters(func, accesses, provenance, names, ctx)

@@ -151,3 +151,95 @@ llvm.func @negative_half_precision(%x: !llvm.ptr, %i: i64) {
   llvm.store %v, %pb : bf16, !llvm.ptr
   llvm.return
 }
+
+// -----
+
+// Through calls: the parameters %in and %out of @body (private, only called
+// directly) get scopes of a "tdf.parameters" domain, each the other's as
+// noalias, because every call passes memory that never shares a byte: the
+// caller's argument and a slice of its arena; two byte-disjoint slices of the
+// arena; and, through @relay's own parameters, the caller's argument and
+// arena again (the loop bodies async-parallel-for outlines are called
+// directly and from a coroutine this way).
+// CHECK: #[[$PD:.*]] = #llvm.alias_scope_domain<{{.*}}description = "tdf.parameters">
+// CHECK: #[[$IN:alias_scope[0-9]*]] = #llvm.alias_scope<id = {{.*}}, domain = #[[$PD]]>
+// CHECK: #[[$OUT:alias_scope[0-9]*]] = #llvm.alias_scope<id = {{.*}}, domain = #[[$PD]]>
+// CHECK-LABEL: llvm.func @caller
+// CHECK-LABEL: llvm.func @relay
+// CHECK-NOT: alias_scopes
+// CHECK-LABEL: llvm.func @body
+// CHECK: llvm.load %{{.*}} {alias_scopes = [#[[$IN]]], noalias_scopes = [#[[$OUT]]]}
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alias_scopes = [#[[$OUT]]], noalias_scopes = [#[[$IN]]]}
+llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+llvm.func @caller(%x: !llvm.ptr, %i: i64) {
+  %align = llvm.mlir.constant(64 : i64) : i64
+  %size = llvm.mlir.constant(128 : i64) : i64
+  %c0 = llvm.mlir.constant(0 : i64) : i64
+  %c64 = llvm.mlir.constant(64 : i64) : i64
+  %arena = llvm.call @aligned_alloc(%align, %size) : (i64, i64) -> !llvm.ptr
+  %a = llvm.getelementptr %arena[%c0] : (!llvm.ptr, i64) -> !llvm.ptr, i8 loc("tdf.slice:64"("a.py":1:1))
+  %b = llvm.getelementptr %arena[%c64] : (!llvm.ptr, i64) -> !llvm.ptr, i8 loc("tdf.slice:64"("a.py":2:1))
+  llvm.call @body(%x, %b, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  llvm.call @body(%a, %b, %c0) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  llvm.call @relay(%x, %a, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  llvm.return
+}
+llvm.func @relay(%in: !llvm.ptr, %out: !llvm.ptr, %i: i64) attributes {sym_visibility = "private"} {
+  llvm.call @body(%in, %out, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  llvm.return
+}
+llvm.func @body(%in: !llvm.ptr, %out: !llvm.ptr, %i: i64) attributes {sym_visibility = "private"} {
+  %px = llvm.getelementptr inbounds %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %px : !llvm.ptr -> f32
+  %po = llvm.getelementptr inbounds %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %po : f32, !llvm.ptr
+  llvm.return
+}
+
+// -----
+
+// negative_calls: no parameter scopes when code outside the module may call
+// the function (@negative_public), when its address is taken
+// (@negative_address_taken), or when one of its calls passes memory that may
+// overlap (@negative_disagree: the same array twice).
+// CHECK-LABEL: llvm.func @negative_public
+// CHECK-NOT: alias_scopes
+// CHECK: llvm.return
+// CHECK-LABEL: llvm.func @negative_address_taken
+// CHECK-NOT: alias_scopes
+// CHECK: llvm.return
+// CHECK-LABEL: llvm.func @negative_disagree
+// CHECK-NOT: alias_scopes
+// CHECK: llvm.return
+llvm.func @malloc(i64) -> !llvm.ptr
+llvm.func @negative_caller(%x: !llvm.ptr, %i: i64) -> !llvm.ptr {
+  %size = llvm.mlir.constant(64 : i64) : i64
+  %buf = llvm.call @malloc(%size) : (i64) -> !llvm.ptr
+  llvm.call @negative_public(%x, %buf, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  llvm.call @negative_address_taken(%x, %buf, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  llvm.call @negative_disagree(%x, %buf, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  llvm.call @negative_disagree(%x, %x, %i) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  %f = llvm.mlir.addressof @negative_address_taken : !llvm.ptr
+  llvm.return %f : !llvm.ptr
+}
+llvm.func @negative_public(%x: !llvm.ptr, %out: !llvm.ptr, %i: i64) {
+  %px = llvm.getelementptr inbounds %x[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %px : !llvm.ptr -> f32
+  %po = llvm.getelementptr inbounds %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %po : f32, !llvm.ptr
+  llvm.return
+}
+llvm.func @negative_address_taken(%x: !llvm.ptr, %out: !llvm.ptr, %i: i64) attributes {sym_visibility = "private"} {
+  %px = llvm.getelementptr inbounds %x[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %px : !llvm.ptr -> f32
+  %po = llvm.getelementptr inbounds %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %po : f32, !llvm.ptr
+  llvm.return
+}
+llvm.func @negative_disagree(%x: !llvm.ptr, %out: !llvm.ptr, %i: i64) attributes {sym_visibility = "private"} {
+  %px = llvm.getelementptr inbounds %x[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %px : !llvm.ptr -> f32
+  %po = llvm.getelementptr inbounds %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %po : f32, !llvm.ptr
+  llvm.return
+}
