@@ -44,6 +44,7 @@ from . import (  # noqa: F401
     rescale_subnormal_math,
     scalarize_loop_carried,
     schedule_for_memory,
+    share_loop_nests,
     specialize_contractions,
     split_reductions,
     split_scf_blocks,

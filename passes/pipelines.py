@@ -217,7 +217,8 @@ ASYNC_TASKS = [
 
 
 def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True,
-                  blas: bool = False, threads: int = 0, parallel: bool = False) -> list[str]:
+                  blas: bool = False, threads: int = 0, parallel: bool = False,
+                  share_loop_nests: bool = True) -> list[str]:
     """The LLVM lowering after ``tdf-bufferize`` (:data:`LOWER_TO_LLVM`);
     ``count_allocations`` lowers allocations to the generic
     ``_mlir_memref_to_llvm_*`` functions so that a runtime can count them
@@ -230,11 +231,16 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     float32 convolutions to oneDNN (``tdf-convolutions-to-dnnl{threads}``).
     ``parallel`` cuts large loop nests into ``threads`` chunks run as tasks
     of the async runtime (``tdf-parallelize``, :data:`ASYNC_TASKS`, before
-    ``convert-linalg-to-loops``; ``threads`` must then be at least 2)."""
+    ``convert-linalg-to-loops``; ``threads`` must then be at least 2).
+    ``share_loop_nests`` gives identical linalg ops one function each
+    (``tdf-share-loop-nests``, last before ``convert-linalg-to-loops``)."""
     passes = list(LOWER_TO_LLVM)
     if parallel:
         at = passes.index("convert-linalg-to-loops")
         passes[at:at] = [f"tdf-parallelize{{threads={threads}}}", *ASYNC_TASKS]
+    if share_loop_nests:
+        at = passes.index("convert-linalg-to-loops")
+        passes[at:at] = ["tdf-share-loop-nests"]
     if blas:
         at = passes.index("tdf-vectorize-contractions")
         suffix = f"{{threads={threads}}}" if threads else ""
@@ -308,6 +314,8 @@ CPU_OPTIONS = [
                "function (tdf-plan-memory)"),
     PassOption("split-reductions", bool, True,
                "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
+    PassOption("share-loop-nests", bool, True,
+               "Identical linalg ops compiled once, as calls of one function (tdf-share-loop-nests)"),
     PassOption("fuse-kernels", bool, True,
                "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
                "tdf-fuse-elementwise)"),
@@ -347,7 +355,8 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
                       f"{'true' if copy_before_write else 'false'} plan-memory={plan}}}"]))
     stages.append(("llvm", (["tdf-alloc-checks"] if values["alloc-checks"] else [])
                    + lower_to_llvm(values["count-allocations"], values["approximate-math"],
-                                   values["blas"], values["threads"], values["parallel"])))
+                                   values["blas"], values["threads"], values["parallel"],
+                                   values["share-loop-nests"])))
     return stages
 
 
@@ -386,6 +395,8 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     ``tdf.compile`` turns it on with more than one thread);
     ``split-reductions`` (default true): long float reductions as a 16-ary
     tree (``tdf-split-reductions``);
+    ``share-loop-nests`` (default true): identical linalg ops become calls
+    of one function each, compiled once (``tdf-share-loop-nests``);
     ``bounds-checks``, ``alloc-checks`` (default false): the run-time checks
     ``tdf.compile`` inserts (``tdf-bounds-checks`` before bufferizing,
     ``tdf-alloc-checks`` before the LLVM lowering); their failures call

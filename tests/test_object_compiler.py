@@ -18,6 +18,7 @@ import tdf
 import tdf.jax
 from tdf import _tdf, jit_symbols
 from tdf import objects as tdf_objects
+from tdf.passes import pipelines
 
 N = 48
 
@@ -56,6 +57,14 @@ def recorded(monkeypatch):
     return stats
 
 
+def unshared(monkeypatch):
+    """Repeated stages stay copies (no tdf-share-loop-nests): a program as
+    large as the tests below need, with every loop nest in its function."""
+    lower = pipelines.lower_to_llvm
+    monkeypatch.setattr(pipelines, "lower_to_llvm", lambda *a, **k: [
+        p for p in lower(*a, **k) if p != "tdf-share-loop-nests"])
+
+
 def run(names, x, **options):
     x_before = x.copy()
     out = np.asarray(tdf.jax.jit(program(names), **options)(x))
@@ -76,6 +85,7 @@ def check_against_uncut(names, x, recorded, monkeypatch):
 
 
 def test_large_program_is_cut_and_split_and_computes_the_same(recorded, monkeypatch):
+    unshared(monkeypatch)
     names = [name for _ in range(10) for name in STAGES]
     x = np.random.default_rng(0).standard_normal((N, N)).astype(np.float32)
     stats = check_against_uncut(names, x, recorded, monkeypatch)
@@ -102,6 +112,7 @@ def test_negative_small_program_is_neither_cut_nor_split(recorded):
 
 def test_split_program_round_trips_through_the_cache(tmp_path, monkeypatch, recorded):
     monkeypatch.setenv("TDF_CACHE_DIR", str(tmp_path))
+    unshared(monkeypatch)
     names = [name for _ in range(10) for name in STAGES]
     x = np.random.default_rng(2).standard_normal((N, N)).astype(np.float32)
     f = program(names)
