@@ -20,6 +20,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::bufferization;
@@ -433,10 +434,34 @@ public:
 
 private:
   void computeCuts(func::FuncOp func);
+  bool knownUncalled(func::FuncOp func);
 
   DenseSet<Operation *> analyzed;
   DenseSet<OpOperand *> cuts;
+  /// Per symbol table: the root names of every symbol reference nested in it
+  /// (one walk each, not one per function: a module of N functions took
+  /// O(N^2)), or nullopt when its uses cannot be known.
+  DenseMap<Operation *, std::optional<DenseSet<StringAttr>>> referenced;
 };
+
+bool AliasCutState::knownUncalled(func::FuncOp func) {
+  Operation *symbolTable = SymbolTable::getNearestSymbolTable(func);
+  if (!symbolTable)
+    return false;
+  auto [it, inserted] = referenced.try_emplace(symbolTable);
+  if (inserted) {
+    if (std::optional<SymbolTable::UseRange> uses =
+            SymbolTable::getSymbolUses(&symbolTable->getRegion(0))) {
+      DenseSet<StringAttr> names;
+      for (const SymbolTable::SymbolUse &use : *uses)
+        names.insert(use.getSymbolRef().getRootReference());
+      it->second = std::move(names);
+    }
+  }
+  // As SymbolTable::symbolKnownUseEmpty(func, symbolTable): a reference whose
+  // root is the function's name uses it.
+  return it->second && !it->second->contains(func.getSymNameAttr());
+}
 
 void AliasCutState::computeCuts(func::FuncOp func) {
   const OneShotAnalysisState &state = getAnalysisState();
@@ -449,9 +474,7 @@ void AliasCutState::computeCuts(func::FuncOp func) {
   // block (nested ops included) is visited before the call.
   SmallVector<std::pair<OpOperand *, OpResult>> candidates;
   // An entry point's writable arguments may be cut from (see pinsComponent).
-  Operation *symbolTable = SymbolTable::getNearestSymbolTable(func);
-  bool uncalled =
-      symbolTable && SymbolTable::symbolKnownUseEmpty(func, symbolTable);
+  bool uncalled = knownUncalled(func);
   AliasComponents components(block, state, uncalled);
   func.walk<WalkOrder::PreOrder>([&](Operation *op) {
     auto call = dyn_cast<CallInplaceOp>(op);
