@@ -140,6 +140,12 @@ def _outline(op, name: str, module_body):
     return function, params
 
 
+def _shape(op) -> tuple:
+    """What identical ops have in common, cheap to compute: the op's name,
+    operand types and number of nested ops."""
+    return (op.name, tuple(str(value.type) for value in op.operands), len(collect_ops(op)))
+
+
 def _key(function) -> str:
     """``function``'s text without its name."""
     text = function.operation.get_asm(use_local_scope=True)
@@ -165,8 +171,13 @@ def share_loop_nests(op, ctx: PassContext) -> None:
         if function.operation.name == "func.func" and has_body(function):
             candidates += collect_ops(function, None,
                                       lambda inner: _candidate(inner, min_elements))
+    # Only ops with a twin of the same kind, operand types and size are
+    # worth a function's text (most ops of a long program have none).
+    alike: dict = {}
+    for nest in candidates:
+        alike.setdefault(_shape(nest), []).append(nest)
     groups: dict = {}
-    for index, nest in enumerate(candidates):
+    for index, nest in enumerate(n for same in alike.values() if len(same) > 1 for n in same):
         function, params = _outline(nest, f"{PREFIX}candidate_{index}", body)
         groups.setdefault(_key(function), []).append((nest, function, params))
     counter = 0
