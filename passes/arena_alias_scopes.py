@@ -64,7 +64,7 @@ import itertools
 
 from mlir import ir
 
-from .ir_utils import collect_ops, defining_op
+from .ir_utils import collect_ops, defining_op, sym_name
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["arena_alias_scopes", "slice_location"]
@@ -196,6 +196,21 @@ def _walk(value, memo: dict, stop, through_integers: bool):
     return found
 
 
+def _new_scopes(names, description: str, count: int) -> list:
+    """``count`` new alias scopes in a new domain named ``description``."""
+    domain = f"#llvm.alias_scope_domain<id = distinct[{next(names)}]<>, " \
+             f"description = \"{description}\">"
+    text = ", ".join(f"#llvm.alias_scope<id = distinct[{next(names)}]<>, "
+                     f"domain = {domain}>" for _ in range(count))
+    return list(ir.ArrayAttr(ir.Attribute.parse(f"[{text}]")))
+
+
+def _apart(a: tuple, b: tuple) -> bool:
+    """Whether slices ``a`` and ``b`` of one base share no byte (items 1
+    and 2 of each: offset and bytes)."""
+    return a[1] + a[2] <= b[1] or b[1] + b[2] <= a[1]
+
+
 def _metadata(slices: dict, limit: int, names) -> dict:
     """{view: (alias_scopes, noalias_scopes)}: a scope per view, one domain
     per base; the noalias list names the byte-disjoint views of its base."""
@@ -206,16 +221,10 @@ def _metadata(slices: dict, limit: int, names) -> dict:
     for views in by_base.values():
         if len(views) > limit or len(views) < 2:
             continue
-        domain = f"#llvm.alias_scope_domain<id = distinct[{next(names)}]<>, " \
-                 f"description = \"tdf.arena\">"
-        text = ", ".join(f"#llvm.alias_scope<id = distinct[{next(names)}]<>, "
-                         f"domain = {domain}>" for _ in views)
-        scopes = list(ir.ArrayAttr(ir.Attribute.parse(f"[{text}]")))
+        scopes = _new_scopes(names, "tdf.arena", len(views))
         order = sorted(range(len(views)), key=lambda i: views[i][1])
-        for i, (view, offset, nbytes) in enumerate(views):
-            disjoint = [scopes[j] for j in order
-                        if views[j][1] + views[j][2] <= offset
-                        or offset + nbytes <= views[j][1]]
+        for i, (view, _, _) in enumerate(views):
+            disjoint = [scopes[j] for j in order if _apart(views[j], views[i])]
             if disjoint:
                 out[view] = (ir.ArrayAttr.get([scopes[i]]), ir.ArrayAttr.get(disjoint))
     return out
@@ -272,7 +281,7 @@ class _Provenance:
         slice_a = self.slices.get(self.view_of(a))
         slice_b = self.slices.get(self.view_of(b))
         if slice_a is not None and slice_b is not None and slice_a[0] == slice_b[0] and \
-                (slice_a[1] + slice_a[2] <= slice_b[1] or slice_b[1] + slice_b[2] <= slice_a[1]):
+                _apart(slice_a, slice_b):
             return True
         origin_a, origin_b = self.origin_of(func, a), self.origin_of(func, b)
         if origin_a is None or origin_b is None:
@@ -288,21 +297,17 @@ class _Provenance:
         calls back to ``func`` answers False while it is followed."""
         if i == j:
             return False
-        key = (_name(func), min(i, j), max(i, j))
+        key = (sym_name(func), min(i, j), max(i, j))
         if key in self.pairs:
             return self.pairs[key]
         self.pairs[key] = False
-        sites = self.sites.get(_name(func)) or []
+        sites = self.sites.get(sym_name(func)) or []
         found = bool(sites) and all(
             len(call.operands) > max(i, j)
             and self.disjoint(caller, call.operands[i], call.operands[j])
             for call, caller in sites)
         self.pairs[key] = found
         return found
-
-
-def _name(func) -> str:
-    return ir.StringAttr(func.attributes["sym_name"]).value
 
 
 def _private(func) -> bool:
@@ -322,7 +327,7 @@ def _call_sites(op) -> dict:
     """{private function name: [(direct llvm.call, calling function)]} for
     the functions defined in ``op`` whose address is never taken."""
     funcs = [func for func in collect_ops(op.operation, "llvm.func") if func.regions[0].blocks]
-    sites: dict = {_name(func): [] for func in funcs if _private(func)}
+    sites: dict = {sym_name(func): [] for func in funcs if _private(func)}
     for caller in funcs:
         for call in collect_ops(caller, "llvm.call"):
             if "callee" in call.attributes:
@@ -359,16 +364,6 @@ def _pointer_of_integer(value):
     return pointers[0]
 
 
-def _origin_scopes(names):
-    """(fresh scope, argument scope), in a domain of their own."""
-    domain = f"#llvm.alias_scope_domain<id = distinct[{next(names)}]<>, " \
-             f"description = \"tdf.origin\">"
-    text = ", ".join(f"#llvm.alias_scope<id = distinct[{next(names)}]<>, "
-                     f"domain = {domain}>" for _ in range(2))
-    fresh, argument = ir.ArrayAttr(ir.Attribute.parse(f"[{text}]"))
-    return fresh, argument
-
-
 def _half_precision(access) -> bool:
     """Whether ``access`` loads or stores bf16/f16 values (scalars or vectors)."""
     value = access.results[0] if access.name == "llvm.load" else access.operands[0]
@@ -378,20 +373,14 @@ def _half_precision(access) -> bool:
     return isinstance(element, (ir.BF16Type, ir.F16Type))
 
 
-def _tag_origins(func, accesses, provenance: _Provenance, names, ctx: PassContext) -> None:
-    """Origin scopes (a ``tdf.origin`` domain of ``func``'s own): memory
-    ``func`` allocates is not memory it was passed."""
-    # LLVM 22.1.8's x86 back end aborts ("Unexpected illegal type!" in
-    # LegalizeDAG) on some bf16 loops once they can be vectorized without
-    # run-time alias checks: functions with half-precision accesses keep
-    # LLVM's own view.
-    if any(_half_precision(access) for access in accesses):
-        return
-    found = [(access, provenance.origin_of(func, _address(access))) for access in accesses]
+def _tag_origins(found: list, names, ctx: PassContext) -> None:
+    """Origin scopes (a ``tdf.origin`` domain of the function's own) for
+    ``found``, its ``(access, origin)``: memory a function allocates is not
+    memory it was passed."""
     kinds = {origin[0] for _, origin in found if origin is not None}
     if not {"fresh", "argument"} <= kinds:
         return  # nothing to tell apart
-    fresh, argument = _origin_scopes(names)
+    fresh, argument = _new_scopes(names, "tdf.origin", 2)
     for access, origin in found:
         if origin is None:
             continue
@@ -400,28 +389,22 @@ def _tag_origins(func, accesses, provenance: _Provenance, names, ctx: PassContex
         ctx.statistic("origins", 1)
 
 
-def _tag_parameters(func, accesses, provenance: _Provenance, names, ctx: PassContext) -> None:
+def _tag_parameters(func, origins: list, provenance: _Provenance, names,
+                    ctx: PassContext) -> None:
     """Parameter scopes (a ``tdf.parameters`` domain of ``func``'s own):
     parameters of a private function that every call passes disjoint
-    memory (:meth:`_Provenance.params_disjoint`)."""
-    if _name(func) not in provenance.sites or \
-            any(_half_precision(access) for access in accesses):
+    memory (:meth:`_Provenance.params_disjoint`); ``origins`` are its
+    ``(access, origin)``."""
+    if sym_name(func) not in provenance.sites:
         return
-    found = []
-    for access in accesses:
-        origin = provenance.origin_of(func, _address(access))
-        if origin is not None and origin[0] == "argument":
-            found.append((access, origin[1]))
+    found = [(access, origin[1]) for access, origin in origins
+             if origin is not None and origin[0] == "argument"]
     params = sorted({index for _, index in found})
     apart = {i: [j for j in params if provenance.params_disjoint(func, i, j)] for i in params}
     tagged = sorted({i for i in params if apart[i]} | {j for i in params for j in apart[i]})
     if not tagged:
         return
-    domain = f"#llvm.alias_scope_domain<id = distinct[{next(names)}]<>, " \
-             f"description = \"tdf.parameters\">"
-    text = ", ".join(f"#llvm.alias_scope<id = distinct[{next(names)}]<>, "
-                     f"domain = {domain}>" for _ in tagged)
-    scopes = dict(zip(tagged, ir.ArrayAttr(ir.Attribute.parse(f"[{text}]"))))
+    scopes = dict(zip(tagged, _new_scopes(names, "tdf.parameters", len(tagged))))
     for access, index in found:
         if apart[index]:
             _add_scopes(access, scopes[index], [scopes[j] for j in apart[index]])
@@ -470,5 +453,13 @@ def arena_alias_scopes(op, ctx: PassContext) -> None:
                 access.attributes["alias_scopes"], access.attributes["noalias_scopes"] = \
                     metadata[view]
                 ctx.statistic("tagged", 1)
-        _tag_origins(func, accesses, provenance, names, ctx)
-        _tag_parameters(func, accesses, provenance, names, ctx)
+        # LLVM 22.1.8's x86 back end aborts ("Unexpected illegal type!" in
+        # LegalizeDAG) on some bf16 loops once they can be vectorized without
+        # run-time alias checks: functions with half-precision accesses keep
+        # LLVM's own view of where their memory comes from.
+        if any(_half_precision(access) for access in accesses):
+            continue
+        origins = [(access, provenance.origin_of(func, _address(access)))
+                   for access in accesses]
+        _tag_origins(origins, names, ctx)
+        _tag_parameters(func, origins, provenance, names, ctx)

@@ -186,4 +186,3 @@ def test_option_turns_the_pass_off_in_the_pipeline():
     assert on.index("tdf-share-loop-nests") < on.index("convert-linalg-to-loops")
     parallel = pipelines.lower_to_cpu_pipeline({"parallel": True, "threads": 2})
     assert parallel.index("convert-async-to-llvm") < parallel.index("tdf-share-loop-nests")
-    assert tdf.compile  # the product pipeline is this one (tdf.compile runs cpu_stages)
