@@ -38,6 +38,8 @@ from . import (  # noqa: F401
     guard_bf16_narrowing,
     inline_kernels,
     insert_inplace,
+    launch_parallel,
+    outline_parallel,
     parallelize,
     pipelines,
     plan_memory,

@@ -64,6 +64,7 @@ import itertools
 
 from mlir import ir
 
+from ..vocabulary import PARALLEL_BODY_ATTR
 from .ir_utils import collect_ops, defining_op, sym_name
 from .registry import PassContext, PassOption, register_pass
 
@@ -325,13 +326,21 @@ _ADDRESS_OF = {"llvm.mlir.addressof": "global_name", "llvm.dso_local_equivalent"
 
 def _call_sites(op) -> dict:
     """{private function name: [(direct llvm.call, calling function)]} for
-    the functions defined in ``op`` whose address is never taken."""
-    funcs = [func for func in collect_ops(op.operation, "llvm.func") if func.regions[0].blocks]
+    the functions defined in ``op`` whose address is never taken. A call of
+    a launch declaration of ``tdf-outline-parallel`` counts as a call of the
+    body it names (``tdf-launch-parallel`` passes the body the same values,
+    the count's place taken by the task number)."""
+    all_funcs = collect_ops(op.operation, "llvm.func")
+    funcs = [func for func in all_funcs if func.regions[0].blocks]
     sites: dict = {sym_name(func): [] for func in funcs if _private(func)}
+    bodies = {sym_name(func): ir.FlatSymbolRefAttr(func.attributes[PARALLEL_BODY_ATTR]).value
+              for func in all_funcs
+              if not func.regions[0].blocks and PARALLEL_BODY_ATTR in func.attributes}
     for caller in funcs:
         for call in collect_ops(caller, "llvm.call"):
             if "callee" in call.attributes:
                 callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+                callee = bodies.get(callee, callee)
                 if callee in sites:
                     sites[callee].append((call, caller))
     for taking in collect_ops(op.operation, tuple(_ADDRESS_OF)):

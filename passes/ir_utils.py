@@ -5,8 +5,9 @@ MLIR Python bindings that are not about any one pass.
 - **looking at IR**: :func:`collect_ops`, :func:`function_bodies`,
   :func:`ancestor_in`, :func:`lookup_symbol`, :func:`is_tensor`,
   :func:`op_key` (a stable dictionary key for an op), :func:`defining_op`,
-  :func:`memref_root`; linalg ops' :func:`indexing_maps` and
-  :func:`iterator_types`;
+  :func:`memref_root`, :func:`used_from_outside` (what a function made
+  of some ops would take as parameters), :func:`is_constant`; linalg ops' :func:`indexing_maps`
+  and :func:`iterator_types`;
 - **function attributes**: :func:`function_type`, :func:`sym_name`,
   :func:`is_public`, :func:`has_body`, :func:`arg_dicts` /
   :func:`set_arg_dicts`;
@@ -28,7 +29,7 @@ from .. import _tdf
 from ..vocabulary import MEMREF_VIEW_OPS
 
 __all__ = ["collect_ops", "function_bodies", "ancestor_in", "lookup_symbol", "is_tensor",
-           "op_key", "defining_op", "identity_layout", "memref_root", "indexing_maps", "iterator_types", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
+           "op_key", "defining_op", "identity_layout", "memref_root", "used_from_outside", "is_constant", "indexing_maps", "iterator_types", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
            "set_arg_dicts", "index_const", "cmpi", "binary", "select", "dim_size",
            "empty_tensor", "copy_attributes", "CMPI_PREDICATES"]
 
@@ -50,6 +51,35 @@ def defining_op(value):
     block argument."""
     owner = value.owner
     return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def used_from_outside(ops: list) -> list:
+    """The values ``ops`` and the ops in their regions use but that none of
+    them defines, in order of first use (each op's operands before those
+    of the ops nested in it), each once."""
+    inside = set()
+    nests = []
+    for op in ops:
+        nested = collect_ops(op)  # ``op`` itself last
+        nests.append([nested[-1], *nested[:-1]])
+        for inner in nested:
+            inside.update(inner.results)
+            for region in inner.regions:
+                for block in region.blocks:
+                    inside.update(block.arguments)
+    used: dict = {}
+    for nest in nests:
+        for inner in nest:
+            for value in inner.operands:
+                if value not in inside and value not in used:
+                    used[value] = None
+    return list(used)
+
+
+def is_constant(value) -> bool:
+    """Whether ``value`` is an ``arith.constant``'s result."""
+    op = defining_op(value)
+    return op is not None and op.name == "arith.constant" and not op.regions
 
 
 def identity_layout(memref_type) -> bool:

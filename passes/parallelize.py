@@ -8,16 +8,14 @@ least ``min-elements`` iterations (static shapes) whose outermost loop is
 parallel and in every output is cut along that loop into ``threads``
 contiguous chunks: an ``scf.parallel`` over the chunks, each running the op
 on subviews of its operands (so each chunk is the same vectorizable loop
-nest as before, on fewer rows). ``async-parallel-for`` then runs the chunks
-as tasks of the async runtime (``libmlir_async_runtime.so``, loaded by
-``tdf.compile``). Each chunk first sets the floating-point mode of the call
-that dispatched it (``tdf_rt_get_fp_mode`` / ``tdf_rt_set_fp_mode``: the
-workers flush subnormals exactly when the caller does). The chunk count is
-asked of the runtime at run time (``tdf_rt_parallel_tasks``): one in a child
-forked from the process whose async runtime workers ran the tasks (they do
-not exist there; one chunk runs inline on the calling thread). A body that
-reads its position along the cut loop (``linalg.index 0``: iotas, counters)
-gets the chunk's start added to it.
+nest as before, on fewer rows): ``ceil(n / threads)`` rows each, a static
+size when that divides the loop (LLVM's vectorizer then needs no remainder
+loop). ``tdf-outline-parallel`` and ``tdf-launch-parallel`` then run the
+chunks as tasks of tdf's thread pool (``tdf_rt_parallel_for``: on the
+calling thread and the pool's workers, each with the caller's
+floating-point mode; all on the calling thread in a forked child). A body
+that reads its position along the cut loop (``linalg.index 0``: iotas,
+counters) gets the chunk's start added to it.
 
 Not parallelized: ops whose body calls a function (a run-time check's
 failure call must run on the calling thread), allocates or contains regions;
@@ -30,17 +28,12 @@ Before::
     linalg.generic {... iterator_types = ["parallel"]}
         ins(%x : memref<1048576xf32>) outs(%y : memref<1048576xf32>) {...}
 
-After (sketch, ``threads=2``)::
+After (``threads=2``)::
 
-    %mode = func.call @tdf_rt_get_fp_mode() : () -> i64
-    %n = func.call @tdf_rt_parallel_tasks(%c2_i64) : (i64) -> i64   // 1 in a forked child
-    ... %chunk = ceil(1048576 / n), %tasks = ceil(1048576 / %chunk)
-    scf.parallel (%t) = (%c0) to (%tasks) step (%c1) {
-      func.call @tdf_rt_set_fp_mode(%mode) : (i64) -> ()
-      %lo = arith.muli %t, %chunk : index
-      %len = arith.minsi %chunk, (1048576 - %lo)
-      %xs = memref.subview %x[%lo] [%len] [1] : ...
-      %ys = memref.subview %y[%lo] [%len] [1] : ...
+    scf.parallel (%t) = (%c0) to (%c2) step (%c1) {
+      %lo = arith.muli %t, %c524288 : index
+      %xs = memref.subview %x[%lo] [524288] [1] : ...
+      %ys = memref.subview %y[%lo] [524288] [1] : ...
       linalg.generic {...} ins(%xs : ...) outs(%ys : ...) {...}
     }
 """
@@ -50,9 +43,8 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import arith, func, memref, scf
+from mlir.dialects import arith, memref, scf
 
-from ..vocabulary import GET_FP_MODE, PARALLEL_TASKS, SET_FP_MODE
 from .analysis.contractions import dim_positions, is_strided
 from .ir_utils import (
     collect_ops,
@@ -60,7 +52,6 @@ from .ir_utils import (
     indexing_maps,
     iterator_types,
     memref_root,
-    sym_name,
 )
 from .registry import PassContext, PassOption, register_pass
 
@@ -148,10 +139,11 @@ def _plan(op, min_elements: int):
     return maps, sizes
 
 
-def _chunk_view(value, amap, lo, length):
-    """``value`` restricted to ``[lo, lo + length)`` of loop 0 (a subview),
-    or ``value`` itself when it does not have loop 0."""
-    positions = dim_positions(amap)
+def _chunk_view(value, amap, lo, length, static_length: int | None):
+    """``value`` restricted to ``[lo, lo + length)`` of loop 0 (a subview;
+    ``static_length``: the length when it is known), or ``value`` itself
+    when it does not have loop 0."""
+    positions = dim_positions(amap) or []
     if not isinstance(value.type, ir.MemRefType) or 0 not in positions:
         return value
     t = ir.MemRefType(value.type)
@@ -159,24 +151,13 @@ def _chunk_view(value, amap, lo, length):
     offsets: list = [0] * t.rank
     offsets[at] = lo
     sizes: list = list(t.shape)
-    sizes[at] = length
+    sizes[at] = length if static_length is None else static_length
     strides, _ = t.get_strides_and_offset()
     shape = list(t.shape)
-    shape[at] = ir.ShapedType.get_dynamic_size()
+    shape[at] = ir.ShapedType.get_dynamic_size() if static_length is None else static_length
     layout = ir.StridedLayoutAttr.get(ir.ShapedType.get_dynamic_stride_or_offset(), strides)
     result = ir.MemRefType.get(shape, t.element_type, layout, t.memory_space)
     return memref.subview(value, offsets, sizes, [1] * t.rank, result_type=result)
-
-
-def _declare_fp_mode(module_op) -> None:
-    names = {sym_name(f) for f in collect_ops(module_op, "func.func") if f.parent == module_op}
-    i64 = ir.IntegerType.get_signless(64)
-    with ir.InsertionPoint(module_op.regions[0].blocks[0]), ir.Location.unknown():
-        for name, ftype in ((GET_FP_MODE, ir.FunctionType.get([], [i64])),
-                            (SET_FP_MODE, ir.FunctionType.get([i64], [])),
-                            (PARALLEL_TASKS, ir.FunctionType.get([i64], [i64]))):
-            if name not in names:
-                func.FuncOp(name, ftype, visibility="private")
 
 
 def _offset_loop_index(op, lo) -> None:
@@ -192,23 +173,21 @@ def _offset_loop_index(op, lo) -> None:
 
 def _cut(op, maps, sizes, threads: int) -> None:
     n = sizes[0]
-    i64, index = ir.IntegerType.get_signless(64), ir.IndexType.get()
+    chunk = -(-n // min(threads, n))  # ceil(n / chunks)
+    tasks = -(-n // chunk)
+    index = ir.IndexType.get()
     with ir.InsertionPoint(op), op.location:
-        mode = func.call([i64], GET_FP_MODE, [])
-        # chunks = runtime(threads) (1 in a forked child), each ceil(n / chunks)
-        wanted = func.call([i64], PARALLEL_TASKS,
-                           [arith.constant(i64, min(threads, n))])
-        wanted = arith.index_cast(index, wanted)
-        chunk = arith.ceildivsi(index_const(n), wanted)
-        tasks = arith.ceildivsi(index_const(n), chunk)
-        loop = scf.ParallelOp([], [index_const(0)], [tasks], [index_const(1)], [])
+        loop = scf.ParallelOp([], [index_const(0)], [index_const(tasks)], [index_const(1)], [])
         body = loop.regions[0].blocks.append(index)
         with ir.InsertionPoint(body):
-            func.call([], SET_FP_MODE, [mode])
             task = body.arguments[0]
-            lo = arith.muli(task, chunk)
-            length = arith.minsi(chunk, arith.subi(index_const(n), lo))
-            views = [_chunk_view(v, m, lo, length) for v, m in zip(op.operands, maps)]
+            lo = arith.muli(task, index_const(chunk))
+            # Every chunk has ``chunk`` iterations when they divide the loop
+            # (a static size: LLVM's vectorizer needs no remainder loop).
+            length = index_const(chunk) if n % chunk == 0 else \
+                arith.minsi(index_const(chunk), arith.subi(index_const(n), lo))
+            views = [_chunk_view(v, m, lo, length, chunk if n % chunk == 0 else None)
+                     for v, m in zip(op.operands, maps)]
             clone = op.operation.clone()
             for k, view in enumerate(views):
                 clone.operands[k] = view
@@ -240,7 +219,6 @@ def parallelize(op, ctx: PassContext) -> None:
              if (plan := _plan(target, min_elements)) is not None]
     if not plans:
         return
-    _declare_fp_mode(op)  # op is the module
     for target, (maps, sizes) in plans:
         _cut(target, maps, sizes, threads)
     ctx.statistic("parallelized", len(plans))

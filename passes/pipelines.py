@@ -22,7 +22,7 @@ from .registry import PassOption, register_pipeline
 __all__ = [
     "ONE_SHOT_OPTIONS", "ONE_SHOT", "ONE_SHOT_ANALYSIS", "one_shot",
     "FUSE_KERNELS", "LIBM_OPS", "APPROXIMATED_OPS", "APPROXIMATE_MATH", "MATH_TO_LLVM",
-    "LOWER_TO_LLVM", "ASYNC_TASKS", "lower_to_llvm", "STRICT_CHECK", "inplace_stage",
+    "LOWER_TO_LLVM", "lower_to_llvm", "STRICT_CHECK", "inplace_stage",
     "CPU_OPTIONS", "cpu_stages",
     "PTX_VERSION", "FORMATS", "STAGES", "NVVM_OPTIONS", "ptx_feature", "validate_options",
     "stage_pipelines",
@@ -205,17 +205,6 @@ LOWER_TO_LLVM = [
 ]
 
 
-#: Lowers the ``scf.parallel`` loops of ``tdf-parallelize`` onto the async
-#: runtime (``libmlir_async_runtime.so``): one task per chunk.
-ASYNC_TASKS = [
-    "async-parallel-for{async-dispatch=false min-task-size=1}",
-    "async-to-async-runtime",
-    "async-runtime-ref-counting",
-    "async-runtime-ref-counting-opt",
-    "convert-async-to-llvm",
-]
-
-
 def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True,
                   blas: bool = False, threads: int = 0, parallel: bool = False,
                   share_loop_nests: bool = True) -> list[str]:
@@ -230,14 +219,16 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     route (``tdf-contractions-to-blas{threads}``, before the loops) and named
     float32 convolutions to oneDNN (``tdf-convolutions-to-dnnl{threads}``).
     ``parallel`` cuts large loop nests into ``threads`` chunks run as tasks
-    of the async runtime (``tdf-parallelize``, :data:`ASYNC_TASKS`, before
-    ``convert-linalg-to-loops``; ``threads`` must then be at least 2).
+    of tdf's thread pool (``tdf-parallelize`` and ``tdf-outline-parallel``
+    before ``convert-linalg-to-loops``, ``tdf-launch-parallel`` last;
+    ``threads`` must then be at least 2).
     ``share_loop_nests`` gives identical linalg ops one function each
     (``tdf-share-loop-nests``, last before ``convert-linalg-to-loops``)."""
     passes = list(LOWER_TO_LLVM)
     if parallel:
         at = passes.index("convert-linalg-to-loops")
-        passes[at:at] = [f"tdf-parallelize{{threads={threads}}}", *ASYNC_TASKS]
+        passes[at:at] = [f"tdf-parallelize{{threads={threads}}}", "tdf-outline-parallel"]
+        passes.append("tdf-launch-parallel")
     if share_loop_nests:
         at = passes.index("convert-linalg-to-loops")
         passes[at:at] = ["tdf-share-loop-nests"]
@@ -306,8 +297,8 @@ CPU_OPTIONS = [
     PassOption("threads", int, 0,
                "Threads of BLAS calls and of parallel loops (0: the library's default)"),
     PassOption("parallel", bool, False,
-               "Large loop nests on `threads` threads (tdf-parallelize + the async runtime, "
-               "libmlir_async_runtime.so, which tdf.compile loads)"),
+               "Large loop nests on `threads` threads (tdf-parallelize, tdf-outline-parallel, "
+               "tdf-launch-parallel: tdf's thread pool, which tdf.compile provides)"),
     PassOption("plan-memory", bool, True,
                "Ops that free a large temporary run as early as they can "
                "(tdf-schedule-for-memory); one arena per call for the temporaries of each "
@@ -391,8 +382,9 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     (the runtime's BLAS route, which ``tdf.compile`` provides and turns on
     by default), on ``threads`` threads (0: the library's default);
     ``parallel`` (default false): loop nests of at least 256K iterations cut
-    into ``threads`` chunks run by the async runtime (``tdf-parallelize``;
-    ``tdf.compile`` turns it on with more than one thread);
+    into ``threads`` chunks run by tdf's thread pool (``tdf-parallelize``,
+    ``tdf-outline-parallel``, ``tdf-launch-parallel``; ``tdf.compile`` turns
+    it on with more than one thread);
     ``split-reductions`` (default true): long float reductions as a 16-ary
     tree (``tdf-split-reductions``);
     ``share-loop-nests`` (default true): identical linalg ops become calls

@@ -54,7 +54,14 @@ import math
 from mlir import ir
 from mlir.dialects import func
 
-from .ir_utils import collect_ops, defining_op, has_body, sym_name
+from .ir_utils import (
+    collect_ops,
+    defining_op,
+    has_body,
+    is_constant,
+    sym_name,
+    used_from_outside,
+)
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["share_loop_nests", "PREFIX"]
@@ -93,35 +100,11 @@ def _candidate(op, min_elements: int) -> bool:
     return _elements(op) >= min_elements
 
 
-def _used_from_outside(op) -> list:
-    """The values ``op`` and the ops in its regions use but that are not
-    defined inside ``op``, in order of first use, each once."""
-    nested = collect_ops(op)
-    inside = set()
-    for inner in nested:
-        inside.update(inner.results)
-        for region in inner.regions:
-            for block in region.blocks:
-                inside.update(block.arguments)
-    used: dict = {}
-    # ``op``'s operands first (collect_ops lists ``op`` itself last).
-    for inner in [nested[-1], *nested[:-1]]:
-        for value in inner.operands:
-            if value not in inside and value not in used:
-                used[value] = None
-    return list(used)
-
-
-def _is_constant(value) -> bool:
-    op = defining_op(value)
-    return op is not None and op.name == "arith.constant" and not op.regions
-
-
 def _outline(op, name: str, module_body):
     """A private function ``name`` at the end of ``module_body`` running a
     copy of ``op``; returns ``(function, the values a call passes)``."""
-    used = _used_from_outside(op)
-    params = [value for value in used if not _is_constant(value)]
+    used = used_from_outside([op])
+    params = [value for value in used if not is_constant(value)]
     with ir.InsertionPoint(module_body), op.location:
         function = func.FuncOp(name, ir.FunctionType.get([p.type for p in params], []),
                                visibility="private")

@@ -4,7 +4,7 @@ every option, toolchain or host change is a miss, damaged entries are
 recompiled and never loaded, concurrent processes share one directory, the
 size bound evicts the least recently used entries and an empty
 TDF_CACHE_DIR turns the cache off. The programs run from the cache are
-checked against jax.jit: BLAS contractions, parallel loop nests (async
+checked against jax.jit: BLAS contractions, parallel loop nests (thread
 runtime), allocation counting, bounds-check errors, shared-library kernels
 and calls from several threads."""
 
@@ -564,7 +564,7 @@ def test_parallel_program_from_the_cache(cache_dir):
     miss = lower(fn, x).compile(num_threads=2)
     hit = lower(fn, x).compile(num_threads=2)
     assert_same_program(hit, miss)
-    assert "llvm.call @mlirAsyncRuntimeExecute" in hit.llvm_ir
+    assert "llvm.call @tdf_rt_parallel_for" in hit.llvm_ir
     want = np.asarray(jax.jit(fn)(x))
     got = [None] * 4
 

@@ -186,14 +186,13 @@ llvm.func @_mlir_ciface_f(%x: f32) -> f32 {
 }""")
         objects, _ = tdf_objects.compile_module(module, 2)
     with pytest.raises(RuntimeError, match=r"Symbols not found: \[ tdf_no_such_symbol \]"):
-        tdf_objects.link(objects, ["f"], [], parallel=False)
+        tdf_objects.link(objects, ["f"], [])
 
 
-def test_only_entries_stay_visible_and_parallel_bodies_compile_once():
+def test_only_entries_stay_visible():
     """With the entries named, every other function is internal to the
-    program (no packed wrapper of its own) and each parallel loop's body is
-    compiled once, not inlined into both its first block and its coroutine:
-    the object shrinks; the program still runs and matches jax.jit."""
+    program (no packed wrapper of its own, dropped once inlined); a parallel
+    program so compiled still runs and matches jax.jit."""
     from mlir import ir
 
     from tdf.context import Context
@@ -205,15 +204,20 @@ def test_only_entries_stay_visible_and_parallel_bodies_compile_once():
     args = [np.random.default_rng(i).standard_normal(1 << 18).astype(np.float32)
             for i in range(3)]
     prog = tdf.jax.jit(f, num_threads=2).lower(*args).compile()
-    assert "parallel_compute_fn" in prog.llvm_ir  # the loops run on the async runtime
+    assert "llvm.call @tdf_rt_parallel_for" in prog.llvm_ir  # the loops run on the pool
     for out, ref in zip(prog.main(*args), jax.jit(f)(*args)):
         np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-5, atol=1e-6)
     with Context():
-        module = ir.Module.parse(prog.llvm_ir)
+        module = ir.Module.parse("""
+llvm.func @helper(%x: i64) -> i64 {
+  %y = llvm.mul %x, %x : i64
+  llvm.return %y : i64
+}
+llvm.func @_mlir_ciface_main(%x: i64) -> i64 {
+  %y = llvm.call @helper(%x) : (i64) -> i64
+  llvm.return %y : i64
+}""")
         every, _ = tdf_objects.compile_module(module, 2)
         entries, _ = tdf_objects.compile_module(module, 2, entries=["main"])
-    assert b"_mlir_parallel_compute_fn" in every[0]
-    assert b"_mlir_parallel_compute_fn" not in entries[0]
-    assert len(entries[0]) < 0.7 * len(every[0]), (len(entries[0]), len(every[0]))
-    tdf_objects.link(entries, ["main"], [jit_symbols.mlir_lib("libmlir_async_runtime.so")],
-                     parallel=True)
+    assert b"_mlir_helper" in every[0] and b"helper" not in entries[0]
+    tdf_objects.link(entries, ["main"], [])

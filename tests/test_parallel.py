@@ -1,9 +1,11 @@
-"""Large loop nests on several threads (tdf-parallelize + the async runtime)
+"""Large loop nests on several threads (tdf-parallelize, tdf-outline-parallel,
+tdf-launch-parallel: tdf's thread pool)
 against the same program on one thread, jax.jit and numpy: element-wise
 chains, row reductions, a donated buffer updated in place in chunks, a loop
 nest inside an scf.for, and flush-to-zero on the worker threads (a subnormal
 result is 0 in every chunk, as in jax.jit; kept everywhere with
-flush_denormals=False). Calls from several Python threads at once."""
+flush_denormals=False). Calls from several Python threads at once, more
+chunks than cores, programs freed right after their calls, a forked child."""
 
 from __future__ import annotations
 
@@ -34,8 +36,8 @@ PROGRAMS = {
 
 
 def _parallel(prog) -> bool:
-    """Whether the program dispatches tasks to the async runtime."""
-    return "llvm.call @mlirAsyncRuntimeExecute" in prog.llvm_ir
+    """Whether the program runs tasks on tdf's thread pool."""
+    return "llvm.call @tdf_rt_parallel_for" in prog.llvm_ir
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -105,8 +107,8 @@ def test_small_programs_stay_on_one_thread():
 
 
 def test_forked_child_runs_parallel_programs():
-    """A child forked after the parent's tasks ran (the async runtime's workers
-    do not exist there) runs the chunks inline instead of waiting forever."""
+    """A child forked after the parent's tasks ran (the pool's workers do not
+    exist there) runs the chunks inline instead of waiting forever."""
     import subprocess
     import sys
     script = """
@@ -125,17 +127,43 @@ print("ok" if status == 0 else f"child status {status}")
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
-def test_async_execute_wrappers():
-    """The execute functions of the async runtime are wrapped (counted), the
-    others passed through. (A worker may still be in a task's last
-    instructions, after emplacing the token the caller awaits, when the call
-    returns; a program freed right then unmapped that code: a loop compiling
-    and dropping a parallel program crashed in about one run of 300 programs
-    in four. Its code is now freed only when no resume is running.)"""
-    from tdf import _tdf
-    assert _tdf.wrap_async_execute("mlirAsyncRuntimeAddRef", 1234) == 1234
-    for name in ("mlirAsyncRuntimeExecute", "mlirAsyncRuntimeAwaitTokenAndExecute",
-                 "mlirAsyncRuntimeAwaitValueAndExecute",
-                 "mlirAsyncRuntimeAwaitAllInGroupAndExecute"):
-        real = tdf.jit_symbols.async_runtime_symbols()[name]
-        assert _tdf.wrap_async_execute(name, real) not in (0, real)
+def test_programs_freed_right_after_their_calls():
+    """A program dropped as soon as its call returns: no worker is still in
+    its code (the pool counts a task done after it returned). Compiling,
+    calling and dropping parallel programs in a loop, with another thread
+    calling a parallel program all along."""
+    x = np.random.default_rng(7).standard_normal((512, 512)).astype(np.float32)
+    want = np.exp(x) + 1
+    lowered = tdf.jax.jit(lambda a: jnp.exp(a) + 1).lower(x)
+    busy = lowered.compile(num_threads=2)
+    stop = threading.Event()
+    failures = []
+
+    def keep_calling():
+        while not stop.is_set():
+            if not np.allclose(busy.main(x), want, rtol=1e-5):
+                failures.append("busy")
+
+    other = threading.Thread(target=keep_calling)
+    other.start()
+    try:
+        for _ in range(12):
+            prog = lowered.compile(num_threads=2)
+            assert _parallel(prog)
+            np.testing.assert_allclose(prog.main(x), want, rtol=1e-5)
+            del prog
+    finally:
+        stop.set()
+        other.join()
+    assert not failures
+
+
+@pytest.mark.parametrize("threads", [3, 8])
+def test_more_chunks_than_cores(threads):
+    """Chunks beyond the cores queue on the pool; every one runs once."""
+    fn, shape = PROGRAMS["iota"]
+    x = np.random.default_rng(threads).standard_normal(shape).astype(np.float32)
+    lowered = tdf.jax.jit(fn).lower(x)
+    many, one = lowered.compile(num_threads=threads), lowered.compile(num_threads=1)
+    assert _parallel(many)
+    np.testing.assert_array_equal(np.asarray(many.main(x)), np.asarray(one.main(x)))

@@ -185,4 +185,4 @@ def test_option_turns_the_pass_off_in_the_pipeline():
     assert "tdf-share-loop-nests" in on and "tdf-share-loop-nests" not in off
     assert on.index("tdf-share-loop-nests") < on.index("convert-linalg-to-loops")
     parallel = pipelines.lower_to_cpu_pipeline({"parallel": True, "threads": 2})
-    assert parallel.index("convert-async-to-llvm") < parallel.index("tdf-share-loop-nests")
+    assert parallel.index("tdf-outline-parallel") < parallel.index("tdf-share-loop-nests")

@@ -159,8 +159,7 @@ llvm.func @negative_half_precision(%x: !llvm.ptr, %i: i64) {
 // noalias, because every call passes memory that never shares a byte: the
 // caller's argument and a slice of its arena; two byte-disjoint slices of the
 // arena; and, through @relay's own parameters, the caller's argument and
-// arena again (the loop bodies async-parallel-for outlines are called
-// directly and from a coroutine this way).
+// arena again.
 // CHECK: #[[$PD:.*]] = #llvm.alias_scope_domain<{{.*}}description = "tdf.parameters">
 // CHECK: #[[$IN:alias_scope[0-9]*]] = #llvm.alias_scope<id = {{.*}}, domain = #[[$PD]]>
 // CHECK: #[[$OUT:alias_scope[0-9]*]] = #llvm.alias_scope<id = {{.*}}, domain = #[[$PD]]>
@@ -240,6 +239,54 @@ llvm.func @negative_disagree(%x: !llvm.ptr, %out: !llvm.ptr, %i: i64) attributes
   %px = llvm.getelementptr inbounds %x[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   %v = llvm.load %px : !llvm.ptr -> f32
   %po = llvm.getelementptr inbounds %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %po : f32, !llvm.ptr
+  llvm.return
+}
+
+// -----
+
+// Through a parallel launch: a call of tdf-outline-parallel's launch
+// declaration counts as a call of the body it names (same parameters, the
+// count in the task number's place), so the body's parameters %in and %out
+// get the parameter scopes when the launch passes the caller's argument and
+// its own allocation.
+// CHECK: #[[$PD:.*]] = #llvm.alias_scope_domain<{{.*}}description = "tdf.parameters">
+// CHECK: #[[$IN:alias_scope[0-9]*]] = #llvm.alias_scope<id = {{.*}}, domain = #[[$PD]]>
+// CHECK: #[[$OUT:alias_scope[0-9]*]] = #llvm.alias_scope<id = {{.*}}, domain = #[[$PD]]>
+// CHECK-LABEL: llvm.func @body
+// CHECK: llvm.load %{{.*}} {alias_scopes = [#[[$IN]]], noalias_scopes = [#[[$OUT]]]}
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alias_scopes = [#[[$OUT]]], noalias_scopes = [#[[$IN]]]}
+llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+llvm.func @launch(i64, !llvm.ptr, !llvm.ptr) attributes {sym_visibility = "private", tdf.parallel_body = @body}
+llvm.func @caller(%x: !llvm.ptr, %n: i64) {
+  %align = llvm.mlir.constant(64 : i64) : i64
+  %size = llvm.mlir.constant(128 : i64) : i64
+  %out = llvm.call @aligned_alloc(%align, %size) : (i64, i64) -> !llvm.ptr
+  llvm.call @launch(%n, %x, %out) : (i64, !llvm.ptr, !llvm.ptr) -> ()
+  llvm.return
+}
+llvm.func @body(%t: i64, %in: !llvm.ptr, %out: !llvm.ptr) attributes {sym_visibility = "private"} {
+  %px = llvm.getelementptr inbounds %in[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %px : !llvm.ptr -> f32
+  %po = llvm.getelementptr inbounds %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %po : f32, !llvm.ptr
+  llvm.return
+}
+
+// -----
+
+// negative_: the same launch passing one array twice: no parameter scopes.
+// CHECK-LABEL: llvm.func @body
+// CHECK-NOT: alias_scopes
+llvm.func @launch(i64, !llvm.ptr, !llvm.ptr) attributes {sym_visibility = "private", tdf.parallel_body = @body}
+llvm.func @caller(%x: !llvm.ptr, %n: i64) {
+  llvm.call @launch(%n, %x, %x) : (i64, !llvm.ptr, !llvm.ptr) -> ()
+  llvm.return
+}
+llvm.func @body(%t: i64, %in: !llvm.ptr, %out: !llvm.ptr) attributes {sym_visibility = "private"} {
+  %px = llvm.getelementptr inbounds %in[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %px : !llvm.ptr -> f32
+  %po = llvm.getelementptr inbounds %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %v, %po : f32, !llvm.ptr
   llvm.return
 }

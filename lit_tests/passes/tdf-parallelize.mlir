@@ -6,27 +6,29 @@
 // BADOPT: error: threads and min-elements must be positive, got 0 and 262144
 // ONE-NOT: scf.parallel
 
-// 512 x 512 = 262144 iterations: two chunks of 256 rows, each a subview of
-// every operand, the op itself unchanged inside; the chunk count comes from
-// the runtime (1 in a forked child), each chunk first takes the caller's
-// floating-point mode.
+// 512 x 512 = 262144 iterations: two chunks of 256 rows (a static size:
+// 2 divides 512), each a subview of every operand, the op itself unchanged
+// inside.
 // CHECK-LABEL: func.func @exp_rows
 // CHECK-SAME:    (%[[X:[^:]+]]: memref<512x512xf32>, %[[Y:[^:]+]]: memref<512x512xf32>)
-// CHECK:         %[[MODE:.*]] = call @tdf_rt_get_fp_mode() : () -> i64
-// CHECK:         %[[WANT:.*]] = arith.constant 2 : i64
-// CHECK:         call @tdf_rt_parallel_tasks(%[[WANT]]) : (i64) -> i64
-// CHECK:         scf.parallel (%[[T:.*]]) = (%{{.*}}) to (%{{.*}}) step
-// CHECK:           func.call @tdf_rt_set_fp_mode(%[[MODE]])
-// CHECK:           %[[LO:.*]] = arith.muli %[[T]], %{{.*}} : index
-// CHECK:           %[[LEN:.*]] = arith.minsi
-// CHECK:           %[[XS:.*]] = memref.subview %[[X]][%[[LO]], 0] [%[[LEN]], 512] [1, 1]
-// CHECK:           %[[YS:.*]] = memref.subview %[[Y]][%[[LO]], 0] [%[[LEN]], 512] [1, 1]
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
+// CHECK:         scf.parallel (%[[T:.*]]) = (%[[C0]]) to (%[[C2]]) step
+// CHECK:           %[[C256:.*]] = arith.constant 256 : index
+// CHECK:           %[[LO:.*]] = arith.muli %[[T]], %[[C256]] : index
+// CHECK:           %[[XS:.*]] = memref.subview %[[X]][%[[LO]], 0] [256, 512] [1, 1] : memref<512x512xf32> to memref<256x512xf32, strided<[512, 1], offset: ?>>
+// CHECK:           %[[YS:.*]] = memref.subview %[[Y]][%[[LO]], 0] [256, 512] [1, 1]
 // CHECK:           linalg.generic {{.*}} ins(%[[XS]] : {{.*}}) outs(%[[YS]] : {{.*}})
 // CHECK:             math.exp
 // CHECK:           scf.reduce
+// Three chunks of 512 rows: ceil(512 / 3) = 171 rows, the last one 170 (a
+// dynamic size, the minimum of 171 and what is left).
 // THREE-LABEL: func.func @exp_rows
-// THREE:         %[[W:.*]] = arith.constant 3 : i64
-// THREE:         call @tdf_rt_parallel_tasks(%[[W]])
+// THREE:         %[[THREE:.*]] = arith.constant 3 : index
+// THREE:         scf.parallel (%[[T:.*]]) = (%{{.*}}) to (%[[THREE]])
+// THREE:           %[[LO:.*]] = arith.muli %[[T]], %{{.*}} : index
+// THREE:           %[[LEN:.*]] = arith.minsi
+// THREE:           memref.subview %{{.*}}[%[[LO]], 0] [%[[LEN]], 512] [1, 1] : memref<512x512xf32> to memref<?x512xf32, strided<[512, 1], offset: ?>>
 func.func @exp_rows(%x: memref<512x512xf32>, %y: memref<512x512xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
       ins(%x : memref<512x512xf32>) outs(%y : memref<512x512xf32>) {
@@ -41,8 +43,8 @@ func.func @exp_rows(%x: memref<512x512xf32>, %y: memref<512x512xf32>) {
 // a broadcast input without the row loop is passed whole.
 // CHECK-LABEL: func.func @row_sums
 // CHECK:         scf.parallel
-// CHECK:           %[[XS:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [%{{.*}}, 1024]
-// CHECK:           %[[SS:.*]] = memref.subview %{{.*}}[%{{.*}}] [%{{.*}}] [1]
+// CHECK:           %[[XS:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [128, 1024]
+// CHECK:           %[[SS:.*]] = memref.subview %{{.*}}[%{{.*}}] [128] [1]
 // CHECK:           linalg.generic {{.*}} ins(%[[XS]], %{{[^ ]+}} : {{.*}}, memref<1024xf32>) outs(%[[SS]] :
 func.func @row_sums(%x: memref<256x1024xf32>, %w: memref<1024xf32>, %s: memref<256xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>],

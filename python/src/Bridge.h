@@ -174,14 +174,10 @@ loadObject(const std::vector<std::string> &objects,
            const std::vector<std::string> &lookups,
            std::vector<uint64_t> &addresses, std::string &error);
 
-/// Frees the code of a loadObject result (once no async runtime worker can
-/// be running it: see wrapAsyncExecute).
+/// Frees the code of a loadObject result. No thread runs it then: the
+/// thread pool (Parallel.cpp) returns from a parallel loop only when every
+/// task has returned.
 void releaseObject(LoadedObject *object);
-/// The function programs call for the async runtime's function `name` at
-/// `address`: for mlirAsyncRuntimeExecute and the AwaitXAndExecute ones, a
-/// wrapper counting the resumes not yet returned (so that releaseObject
-/// never frees code a worker is running); `address` for the others.
-uint64_t wrapAsyncExecute(const std::string &name, uint64_t address);
 
 /// The host as the code generator sees it: the process triple, the CPU name
 /// and its sorted feature list (`+avx2,-avx512f,...`).

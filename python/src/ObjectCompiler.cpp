@@ -71,10 +71,9 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 /// Restricts `module`'s interface to `exported`: every other defined
 /// function gets internal linkage, so LLVM may specialize it for its callers
 /// (constant arguments) and drop it once inlined. A defined function with a
-/// loop called from more than one place stays a call (`noinline`): the upstream
-/// async lowering calls each parallel loop's body both inline, for the first
-/// block, and from a coroutine, and inlining it into both compiled the loop
-/// nest two or three times over. Without `exported`, every externally
+/// loop called from more than one place stays a call (`noinline`): inlining
+/// it (a loop nest tdf-share-loop-nests made one function of) would compile
+/// the loop nest once per call. Without `exported`, every externally
 /// visible function stays so.
 void internalize(Module &module,
                  const std::optional<std::vector<std::string>> &exported) {

@@ -224,85 +224,6 @@ bool exportsInitHook(const std::string &path) {
 
 } // namespace
 
-//===----------------------------------------------------------------------===//
-// Code that async runtime workers may still be running
-//===----------------------------------------------------------------------===//
-//
-// A parallel program's tasks run on the async runtime's worker threads: a
-// worker calls a coroutine's resume function, which is program code. The
-// last one emplaces the token the caller awaits and then still runs a few
-// instructions (dropping references, returning), so the caller may return
-// -- and the program be freed -- while a worker is inside its code. The
-// execute functions of the async runtime are therefore called through
-// wrappers that count the resumes scheduled and not yet returned; code is
-// freed only when that count is zero, else kept in a graveyard freed at the
-// next release or load that sees it zero (every resume of a released
-// program was scheduled before its release).
-
-namespace {
-
-using CoroResume = void (*)(void *);
-struct Resume {
-  void *handle;
-  CoroResume resume;
-};
-std::atomic<int64_t> pendingResumes{0};
-
-std::mutex graveyardLock;
-std::vector<LoadedObject *> graveyard;
-
-/// Runs a scheduled resume, then counts it done (back in tdf's code).
-void runResume(void *data) {
-  Resume task = *static_cast<Resume *>(data);
-  std::free(data);
-  task.resume(task.handle);
-  pendingResumes.fetch_sub(1, std::memory_order_release);
-}
-
-/// A resume to schedule through `runResume` (counted), or nullptr when it
-/// cannot be allocated (then scheduled directly, uncounted).
-Resume *counted(void *handle, CoroResume resume) {
-  auto *task = static_cast<Resume *>(std::malloc(sizeof(Resume)));
-  if (!task)
-    return nullptr;
-  *task = {handle, resume};
-  pendingResumes.fetch_add(1, std::memory_order_relaxed);
-  return task;
-}
-
-// The async runtime's functions (set once by wrapAsyncExecute).
-std::atomic<void (*)(void *, CoroResume)> realExecute{nullptr};
-std::atomic<void (*)(void *, void *, CoroResume)> realAwaitTokenAndExecute{
-    nullptr};
-std::atomic<void (*)(void *, void *, CoroResume)> realAwaitValueAndExecute{
-    nullptr};
-std::atomic<void (*)(void *, void *, CoroResume)> realAwaitAllAndExecute{
-    nullptr};
-
-void execute(void *handle, CoroResume resume) {
-  if (Resume *task = counted(handle, resume))
-    return realExecute.load()(task, runResume);
-  realExecute.load()(handle, resume);
-}
-
-template <std::atomic<void (*)(void *, void *, CoroResume)> &Real>
-void awaitAndExecute(void *awaited, void *handle, CoroResume resume) {
-  if (Resume *task = counted(handle, resume))
-    return Real.load()(awaited, task, runResume);
-  Real.load()(awaited, handle, resume);
-}
-
-/// Frees the graveyard when no resume is pending (caller holds the lock).
-void buryIfQuiet() {
-  if (graveyard.empty() || pendingResumes.load(std::memory_order_acquire) != 0)
-    return;
-  for (LoadedObject *object : graveyard)
-    delete object;
-  graveyard.clear();
-}
-
-} // namespace
-
 LoadedObject *
 loadObject(const std::vector<std::string> &objects,
            const std::vector<std::pair<std::string, uint64_t>> &symbols,
@@ -342,12 +263,12 @@ loadObject(const std::vector<std::string> &objects,
       });
   JITDylib &dylib = session.createBareJITDylib("tdf-program");
 
-  // The tdf runtime, allocation counter and async runtime: absolute symbols
-  // (they take precedence over the generators below). Then what the init
-  // hooks of MLIR's runtime libraries give (`__mlir_execution_engine_init`,
-  // as the ExecutionEngine calls them), unless defined already. Their
-  // destroy hooks are not called: the libraries stay loaded, and their state
-  // (the async runtime's default runtime) may serve other programs.
+  // The tdf runtime and allocation counter: absolute symbols (they take
+  // precedence over the generators below). Then what the init hooks of
+  // MLIR's runtime libraries give (`__mlir_execution_engine_init`, as the
+  // ExecutionEngine calls them), unless defined already. Their destroy
+  // hooks are not called: the libraries stay loaded, and their state may
+  // serve other programs.
   SymbolMap map;
   for (const auto &[name, address] : symbols)
     map[session.intern(name)] = {ExecutorAddr(address),
@@ -406,41 +327,10 @@ loadObject(const std::vector<std::string> &objects,
     }
     addresses.push_back(symbol->getAddress().getValue());
   }
-  {
-    std::lock_guard<std::mutex> lock(graveyardLock);
-    buryIfQuiet();
-  }
   return loaded.release();
 }
 
-uint64_t wrapAsyncExecute(const std::string &name, uint64_t address) {
-  if (name == "mlirAsyncRuntimeExecute") {
-    realExecute.store(reinterpret_cast<void (*)(void *, CoroResume)>(address));
-    return reinterpret_cast<uint64_t>(&execute);
-  }
-  using Await = void (*)(void *, void *, CoroResume);
-  if (name == "mlirAsyncRuntimeAwaitTokenAndExecute") {
-    realAwaitTokenAndExecute.store(reinterpret_cast<Await>(address));
-    return reinterpret_cast<uint64_t>(
-        &awaitAndExecute<realAwaitTokenAndExecute>);
-  }
-  if (name == "mlirAsyncRuntimeAwaitValueAndExecute") {
-    realAwaitValueAndExecute.store(reinterpret_cast<Await>(address));
-    return reinterpret_cast<uint64_t>(
-        &awaitAndExecute<realAwaitValueAndExecute>);
-  }
-  if (name == "mlirAsyncRuntimeAwaitAllInGroupAndExecute") {
-    realAwaitAllAndExecute.store(reinterpret_cast<Await>(address));
-    return reinterpret_cast<uint64_t>(&awaitAndExecute<realAwaitAllAndExecute>);
-  }
-  return address;
-}
-
-void releaseObject(LoadedObject *object) {
-  std::lock_guard<std::mutex> lock(graveyardLock);
-  graveyard.push_back(object);
-  buryIfQuiet();
-}
+void releaseObject(LoadedObject *object) { delete object; }
 
 std::string hostCPU() {
   std::string text =

@@ -107,41 +107,13 @@ extern "C" void tdf_rt_alloc_error(int64_t site, int64_t bytes) {
   fail(FailureKind::Alloc, site, bytes, 0, 0, 0);
 }
 
-/// The floating-point mode (MXCSR) of the calling thread, and setting it:
-/// compiled code runs tasks on the async runtime's worker threads with the
-/// mode of the call that dispatched them (flush-to-zero or IEEE).
-extern "C" int64_t tdf_rt_get_fp_mode() {
-#if defined(__SSE__)
-  return int64_t(_mm_getcsr());
-#else
-  return 0;
-#endif
-}
-
-extern "C" void tdf_rt_set_fp_mode(int64_t mode) {
-#if defined(__SSE__)
-  _mm_setcsr(unsigned(mode));
-#else
-  (void)mode;
-#endif
-}
-
-/// The process that loaded the runtime (the async runtime's worker threads
-/// live there).
-const pid_t loadPid = getpid();
-
-/// How many chunks a parallel loop nest runs as: `requested`, or 1 in a
-/// child forked from the process that loaded the runtime (fork copies only
-/// the calling thread: the async runtime's workers do not exist there, and
-/// one chunk runs inline on the calling thread without them).
-extern "C" int64_t tdf_rt_parallel_tasks(int64_t requested) {
-  return getpid() == loadPid ? requested : 1;
-}
-
 using PackedFn = void (*)(void **);
 
 } // namespace
 
+// The thread pool of parallel loop nests (Parallel.cpp).
+extern "C" void tdf_rt_parallel_for(void (*fn)(void *, int64_t), void *context,
+                                    int64_t n);
 // The oneDNN route of convolutions (Convolution.cpp).
 extern "C" void tdf_rt_conv(int64_t flags, int64_t desc);
 // The BLAS route of contractions (Blas.cpp).
@@ -947,12 +919,8 @@ void tdfpy::registerRuntime(nb::module_ &m) {
         symbols["tdf_rt_contract"] =
             reinterpret_cast<uintptr_t>(&tdf_rt_contract);
         symbols["tdf_rt_conv"] = reinterpret_cast<uintptr_t>(&tdf_rt_conv);
-        symbols["tdf_rt_get_fp_mode"] =
-            reinterpret_cast<uintptr_t>(&tdf_rt_get_fp_mode);
-        symbols["tdf_rt_set_fp_mode"] =
-            reinterpret_cast<uintptr_t>(&tdf_rt_set_fp_mode);
-        symbols["tdf_rt_parallel_tasks"] =
-            reinterpret_cast<uintptr_t>(&tdf_rt_parallel_tasks);
+        symbols["tdf_rt_parallel_for"] =
+            reinterpret_cast<uintptr_t>(&tdf_rt_parallel_for);
         symbols["tdf_rt_sort"] = reinterpret_cast<uintptr_t>(&tdf_rt_sort);
         // The heap functions of the compiled code (memref.alloc lowers to
         // malloc/free; LLVM may form calloc): the caching allocator.

@@ -228,12 +228,6 @@ void registerObjectLoader(nb::module_ &m) {
       "load_object links), one per partition, each on a thread of its own, "
       "without the GIL. Returns ([object bytes], {translate, optimize, "
       "codegen: seconds, parts, partitions}); RuntimeError when it cannot.");
-  m.def("wrap_async_execute", &tdfpy::wrapAsyncExecute, nb::arg("name"),
-        nb::arg("address"),
-        "The address programs call for the async runtime's function `name` "
-        "(at `address`): a wrapper counting the scheduled resumes for the "
-        "execute functions (code is freed only when none is running), "
-        "`address` for the others.");
   m.def("host_cpu", &tdfpy::hostCPU,
         "The process triple, host CPU name and sorted CPU features, as "
         "LLVM's code generator sees them.");

@@ -206,8 +206,7 @@ def _compute_toolchain() -> str:
     mlir_dir = os.path.abspath(list(mlir_path)[0])
     libraries = [os.path.join(mlir_dir, "_mlir_libs", "libMLIRPythonCAPI.so"),
                  os.path.join(os.path.dirname(mlir_dir), "llvm", "lib", "libLLVM.so"),
-                 jit_symbols.mlir_lib("libmlir_c_runner_utils.so") or "",
-                 jit_symbols.mlir_lib("libmlir_async_runtime.so") or ""]
+                 jit_symbols.mlir_lib("libmlir_c_runner_utils.so") or ""]
     for path in sources + libraries:
         try:
             st = os.stat(path)
@@ -467,8 +466,8 @@ class Request:
 
 def _program(record: dict, options: dict, shared_libs: list):
     """A :class:`tdf.compiler.Program` from an entry: the object linked with
-    the symbols the compiler registers in an ExecutionEngine (the runtime,
-    the async runtime, this program's own allocation counter), the rest as
+    the symbols the compiler registers (the runtime, this program's own
+    allocation counter), the rest as
     the compiler builds it."""
     from . import jit_symbols
     from . import objects as _objects
@@ -478,8 +477,7 @@ def _program(record: dict, options: dict, shared_libs: list):
     counter = AllocationCounter() if options["count_allocations"] else None
     entries = record["entries"]
     loaded, addresses = _objects.link(record["objects"], [e[0] for e in entries],
-                                      jit_symbols.runtime_libs() + shared_libs,
-                                      options["parallel"], counter)
+                                      jit_symbols.runtime_libs() + shared_libs, counter)
     report = _decode(record["report"])
     sites = [tuple(site) for site in record["sites"]]
     functions = {}

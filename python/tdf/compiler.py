@@ -361,7 +361,7 @@ def _runtime_sites(module, filename: str) -> list[tuple]:
 
 
 def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocations: bool,
-         filename: str, parallel: bool, threads: int, tiered: bool, timer):
+         filename: str, threads: int, tiered: bool, timer):
     """Machine code of the LLVM-dialect ``module`` linked into the process
     (the runtime symbols and, when counting, the counting allocator
     defined); returns ``(code, counter, addresses, objects, prepared)``
@@ -371,9 +371,8 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
     ``prepared`` the module to optimize in the background
     (:mod:`tdf.tiers`); else ``prepared`` is ``None``."""
     jit_libs = jit_symbols.runtime_libs() + shared_libs
-    async_symbols = jit_symbols.async_runtime_symbols() if parallel else {}
     registered = (jit_symbols.COUNTED_ALLOCATION_SYMBOLS if count_allocations else ()) \
-        + tuple(RUNTIME_FUNCTIONS) + tuple(async_symbols)
+        + tuple(RUNTIME_FUNCTIONS)
     missing = [name for name in jit_symbols.unresolved_functions(module, jit_libs)
                if name not in registered]
     if missing:
@@ -386,7 +385,7 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
         prepared = _objects.prepare(module, threads, timer, list(entries))
         data, _ = _objects.compile_prepared(prepared, 0 if tiered else opt_level, timer)
         with timer.stage("link"):
-            code, addresses = _objects.link(data, entries, jit_libs, parallel, counter)
+            code, addresses = _objects.link(data, entries, jit_libs, counter)
     except RuntimeError as err:
         raise CompileError(f"{filename}: {err}") from None
     return code, counter, dict(zip(entries, addresses)), data, prepared if tiered else None
@@ -437,8 +436,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     ``num_threads``: the threads of this program's contractions and of its
     large loop nests (default: ``TDF_NUM_THREADS``, else the cores; see
     :mod:`tdf.blas`); with more than one, loop nests of at least 256K
-    iterations are cut into that many chunks run on the async runtime
-    (``tdf-parallelize``).
+    iterations are cut into that many chunks run on tdf's thread pool
+    (``tdf-parallelize``, ``tdf-outline-parallel``, ``tdf-launch-parallel``).
     ``flush_denormals`` (CPU only, default on): calls run with
     flush-to-zero / denormals-are-zero, as jax.jit does (a subnormal result
     is 0); ``False`` keeps IEEE subnormals.
@@ -475,7 +474,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         inplace = False
     blas = _check_blas_options(blas, flush_denormals, num_threads)
     threads = num_threads or _blas.default_threads()
-    parallel = threads > 1 and bool(jit_symbols.async_runtime_symbols())
+    parallel = threads > 1
 
     stages = dict(pipelines.cpu_stages({
         "inplace": inplace, "strict": strict, "copy-before-write": copy_before_write,
@@ -531,7 +530,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         _keep_calls_in_large_functions(module)
         llvm_ir = str(module)
         code, counter, addresses, data, prepared = _jit(
-            module, entries, opt_level, shared_libs, count_allocations, filename, parallel,
+            module, entries, opt_level, shared_libs, count_allocations, filename,
             threads, _tiers.enabled(tiered), timer)
     timer.print()
 
@@ -549,7 +548,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     if prepared is not None:
         report.cache = "off" if cached is None else "miss: compiled, optimizing"
         _tiers.start(program, prepared, opt_level, list(entries),
-                     jit_symbols.runtime_libs() + shared_libs, parallel, counter, cached, sites)
+                     jit_symbols.runtime_libs() + shared_libs, counter, cached, sites)
         return program
     if cached is not None:
         cached.store(program, data, sites)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
-import threading
 
 from mlir import ir
 
@@ -25,7 +24,7 @@ from .errors import CompileError
 from .passes.ir_utils import collect_ops, has_body, sym_name
 from .vocabulary import EMIT_C_INTERFACE_ATTR, RUNTIME_FUNCTIONS
 
-__all__ = ["unresolved_functions", "mlir_lib", "runtime_libs", "async_runtime_symbols", "check_kernel_symbols", "COUNTED_ALLOCATION_SYMBOLS"]
+__all__ = ["unresolved_functions", "mlir_lib", "runtime_libs", "check_kernel_symbols", "COUNTED_ALLOCATION_SYMBOLS"]
 
 
 #: What ``AllocationCounter.register`` defines in the engine (count_allocations builds).
@@ -42,45 +41,6 @@ def mlir_lib(name: str) -> str | None:
         if os.path.exists(path):
             return path
     return None
-
-
-_ASYNC_LOCK = threading.Lock()
-_ASYNC_SYMBOLS: dict[str, int] = {}
-
-
-def async_runtime_symbols() -> dict[str, int]:
-    """Name → address of every ``mlirAsyncRuntime*`` function of MLIR's
-    ``libmlir_async_runtime.so`` (loaded once per process; empty when the
-    wheel lacks it). Programs register these in their engine instead of
-    passing the library as a shared library of the ExecutionEngine: the
-    engine would call the library's ``__mlir_execution_engine_destroy``
-    when it is freed, which destroys the process-wide default runtime while
-    other programs' tasks may be running on it."""
-    with _ASYNC_LOCK:
-        if not _ASYNC_SYMBOLS:
-            path = mlir_lib("libmlir_async_runtime.so")
-            if path is None:
-                return {}
-            lib = ctypes.CDLL(path)
-            for name in _ASYNC_FUNCTIONS:
-                _ASYNC_SYMBOLS[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
-        return dict(_ASYNC_SYMBOLS)
-
-
-# The async runtime's C API (mlir/ExecutionEngine/AsyncRuntime.h).
-_ASYNC_FUNCTIONS = (
-    "mlirAsyncRuntimeAddRef", "mlirAsyncRuntimeDropRef", "mlirAsyncRuntimeCreateToken",
-    "mlirAsyncRuntimeCreateValue", "mlirAsyncRuntimeCreateGroup",
-    "mlirAsyncRuntimeAddTokenToGroup", "mlirAsyncRuntimeIsTokenError",
-    "mlirAsyncRuntimeIsValueError", "mlirAsyncRuntimeIsGroupError",
-    "mlirAsyncRuntimeEmplaceToken", "mlirAsyncRuntimeEmplaceValue",
-    "mlirAsyncRuntimeSetTokenError", "mlirAsyncRuntimeSetValueError",
-    "mlirAsyncRuntimeAwaitToken", "mlirAsyncRuntimeAwaitValue",
-    "mlirAsyncRuntimeAwaitAllInGroup", "mlirAsyncRuntimeGetValueStorage",
-    "mlirAsyncRuntimeExecute", "mlirAsyncRuntimeAwaitTokenAndExecute",
-    "mlirAsyncRuntimeAwaitValueAndExecute", "mlirAsyncRuntimeAwaitAllInGroupAndExecute",
-    "mlirAsyncRuntimGetNumWorkerThreads", "mlirAsyncRuntimePrintCurrentThreadId",
-)
 
 
 def runtime_libs() -> list[str]:

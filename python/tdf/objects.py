@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 
-from . import _tdf, jit_symbols
+from . import _tdf
 from .runtime import register_runtime_symbols
 from .timing import CompileTimer
 
@@ -83,20 +83,14 @@ def compile_module(module, opt_level: int, threads: int = 1,
     return compile_prepared(prepare(module, threads, timer, entries), opt_level, timer)
 
 
-def link(objects: list[bytes], entries, jit_libs: list, parallel: bool, counter=None):
-    """Links the ``objects`` of one program into the process: the tdf runtime, the async
-    runtime when ``parallel``, ``counter``'s allocation functions, then
+def link(objects: list[bytes], entries, jit_libs: list, counter=None):
+    """Links the ``objects`` of one program into the process: the tdf runtime
+    (its thread pool included), ``counter``'s allocation functions, then
     ``jit_libs`` and the process resolve its symbols. Returns
     ``(loaded, [address of each entry's packed C interface])``;
     ``RuntimeError`` when it cannot be linked."""
     sink = _Symbols()
     register_runtime_symbols(sink)
-    if parallel:
-        # The execute functions through counting wrappers: code is freed
-        # only when no worker can still be running it (ObjectLoader.cpp).
-        for name, address in jit_symbols.async_runtime_symbols().items():
-            sink.raw_register_runtime(
-                name, ctypes.c_void_p(_tdf.wrap_async_execute(name, address)))
     if counter is not None:
         counter.register(sink)
     return _tdf.load_object(list(objects), sorted(sink.symbols.items()), list(jit_libs),

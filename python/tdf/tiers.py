@@ -48,8 +48,8 @@ def enabled(tiered: bool | None) -> bool:
     return tiered
 
 
-def start(program, prepared, opt_level: int, entries: list, jit_libs: list, parallel: bool,
-          counter, cached, sites: list) -> None:
+def start(program, prepared, opt_level: int, entries: list, jit_libs: list, counter, cached,
+          sites: list) -> None:
     """Compiles ``prepared`` at ``opt_level`` on a background thread, then
     points ``program``'s entry functions (``entries``, in order) at the new
     code and stores it in the cache entry ``cached`` (when not ``None``)."""
@@ -59,7 +59,7 @@ def start(program, prepared, opt_level: int, entries: list, jit_libs: list, para
     def work():
         try:
             data, _ = _objects.compile_prepared(prepared, opt_level)
-            code, addresses = _objects.link(data, entries, jit_libs, parallel, counter)
+            code, addresses = _objects.link(data, entries, jit_libs, counter)
             program._codes.append(code)
             for name, address in zip(entries, addresses):
                 program.functions[name].set_address(address)

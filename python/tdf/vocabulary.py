@@ -33,8 +33,8 @@ __all__ = [
     "INPLACE_INDICES_ATTR", "STRIDED_OF_ATTR", "TRANSFER_ATTR", "RUNTIME_SITES_ATTR",
     "EMIT_C_INTERFACE_ATTR", "MEMORY_PLAN_ATTR", "ARENA_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
     "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
-    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GPU_CONTRACT", "GET_FP_MODE", "SET_FP_MODE",
-    "PARALLEL_TASKS", "SORT", "CONV", "CPU_ONLY_FUNCTIONS", "RUNTIME_FUNCTIONS",
+    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GPU_CONTRACT", 
+    "PARALLEL_FOR", "PARALLEL_BODY_ATTR", "SORT", "CONV", "CPU_ONLY_FUNCTIONS", "RUNTIME_FUNCTIONS",
     "SITE_SEPARATOR",
 ]
 
@@ -56,12 +56,11 @@ CONV = "tdf_rt_conv"
 #: (``tdf-contractions-to-cublas``, ``python/src/GpuBlas.cpp``): the same
 #: parameters, device pointers; defined in GPU programs' engines.
 GPU_CONTRACT = "tdf_gpu_contract"
-#: The calling thread's floating-point mode (MXCSR) as an i64, and setting it
-#: (``tdf-parallelize``: tasks on worker threads run in the caller's mode).
-GET_FP_MODE = "tdf_rt_get_fp_mode"
-SET_FP_MODE = "tdf_rt_set_fp_mode"
-#: The chunk count of a parallel loop nest at run time (1 in a forked child).
-PARALLEL_TASKS = "tdf_rt_parallel_tasks"
+#: The thread pool (``python/src/Parallel.cpp``): ``(task, context, n)`` runs
+#: ``task(context, t)`` for t in [0, n) on the caller and the pool's workers,
+#: each with the caller's floating-point mode (``tdf-launch-parallel``; two
+#: pointers and an i64).
+PARALLEL_FOR = "tdf_rt_parallel_for"
 #: The stable sort permutation of ``sort``/``top_k`` (``tdf.jax``,
 #: ``python/src/Sort.cpp``): a kernel on memrefs, ``(memref<?x?x?xi64>
 #: keys, memref<?x?xi64> perm)``, called through ``tdf.call``; its memrefs
@@ -72,16 +71,18 @@ SORT = "tdf_rt_sort"
 CPU_ONLY_FUNCTIONS = {SORT: "sort/top_k of tdf.jax.jit"}
 #: The functions the tdf runtime defines in every engine (``tdf_gpu_contract``:
 #: in GPU programs' engines): name → number of i64 parameters
-#: (``tdf_rt_get_fp_mode`` and ``tdf_rt_parallel_tasks`` return an i64; the
-#: others return nothing; ``tdf_rt_sort``: see above).
+#: (they return nothing; ``tdf_rt_sort``, ``tdf_rt_parallel_for``: see above).
 RUNTIME_FUNCTIONS = {BOUNDS_ERROR: 5, ALLOC_ERROR: 2, CONTRACT: 32, CONV: 2, GPU_CONTRACT: 32,
-                     GET_FP_MODE: 0, SET_FP_MODE: 1, PARALLEL_TASKS: 1, SORT: 16}
+                     PARALLEL_FOR: 3, SORT: 16}
 #: Separates the fields of an entry of the run-time site table
 #: (``RUNTIME_SITES_ATTR``: ``kind, function, op, location, dimension``).
 SITE_SEPARATOR = "\x1f"
 
 # ----------------------------------------------------------------- attributes
 
+#: Function attribute of a parallel loop's launch declaration
+#: (``tdf-outline-parallel``): the function running one task.
+PARALLEL_BODY_ATTR = "tdf.parallel_body"
 #: Argument attribute: the caller hands the argument's buffer over; the
 #: function may update it in place (and return it).
 DONATE_ATTR = "tdf.donate"
