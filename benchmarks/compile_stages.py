@@ -59,8 +59,11 @@ def main(argv=None) -> int:
         timers.append(self)
 
     tdf.timing.CompileTimer.__init__ = recording_init
-    # The JIT stubbed out: entry addresses that are never called.
-    tdf.compiler._jit = lambda module, entries, *a, **k: (None, None, {n: 1 for n in entries})
+    # The JIT stubbed out: entry addresses that are never called, no
+    # objects, nothing to optimize in the background (tdf.compiler._jit's
+    # (code, counter, addresses, objects, prepared)).
+    tdf.compiler._jit = lambda module, entries, *a, **k: (
+        None, None, {n: 1 for n in entries}, [], None)
     low = tdf.jax.jit(fn, donate_argnums=donate).lower(*args)
     runs = []
     for rep in range(reps + 1):  # the first round warms up
