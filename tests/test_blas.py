@@ -14,7 +14,8 @@ tdf-contractions-to-blas, the runtime's tdf_rt_contract) against numpy
   non-donated inputs unchanged, a transpose folded into the call (no
   linalg.transpose left), concurrent calls from several threads;
 - f32 and bf16 GEMMs through oneDNN (``dnnl_sgemm``,
-  ``dnnl_gemm_bf16bf16f32``): every operand
+  ``dnnl_gemm_bf16bf16f32``, and the matmul primitive for a GEMM that
+  overwrites C, bf16 or with a transposed operand): every operand
   layout (transposed, leading dimensions, packed, column-major result),
   accumulate or overwrite, a result overlapping an input, several threads;
 - flush-to-zero: subnormal results are 0 as in jax.jit (contractions too,
@@ -188,11 +189,24 @@ def test_onednn_gemm_layouts(itype, layout, accumulate):
     a0, b0, c0 = a.copy(), b.copy(), c.copy()
     kinds = [1, 2, 3]  # m n k
     orders = [[0, 2], [2, 1], [0, 1]]
+    primitive_calls = _tdf.blas_matmul_primitive_calls()
     _call(contraction_flags((itype, itype, "f32"), kinds, accumulate), [a, b, c], orders,
           [m, n, k], kinds)
     expected = a0.astype(np.float64) @ b0.astype(np.float64) + (c0 if accumulate else 0)
     np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-4)
     assert np.array_equal(a, a0) and np.array_equal(b, b0)
+    # GEMMs that overwrite C run oneDNN's matmul primitive when bf16 or when
+    # an operand is transposed (each operand described by its strides); the
+    # others its GEMM calls. A column-major C is computed as C^T = B^T A^T;
+    # an operand with strided columns (step 2) is packed row-major first.
+    a_order, b_order = layout[0], layout[1]
+    if layout[2] == "cm":
+        flip = {"rm": "cm", "cm": "rm"}
+        a_order, b_order = flip[b_order], flip[a_order]
+    transposed = layout[3] == 1 and "cm" in (a_order, b_order)
+    used = _tdf.blas_matmul_primitive_calls() > primitive_calls
+    assert used == (not accumulate and bool(blas.onednn_path())
+                    and (itype == "bf16" or transposed))
 
 
 # Loop dimensions: batch 0 (3), batch 1 (4), M 2, N 3, K 4; storage orders of

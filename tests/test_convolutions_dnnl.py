@@ -134,3 +134,32 @@ func.func @main(%x: {_ty(xs)}, %w: {_ty(ws)}, %b: {_ty(ys)}) -> {_ty(ys)} {{
     assert "tdf_rt_conv" not in prog.llvm_ir
     np.testing.assert_allclose(np.asarray(prog.main(x, w, b)),
                                b + _reference(x, w, 1, 1, rank, dn), rtol=1e-5, atol=1e-5)
+
+
+def test_calls_from_several_threads():
+    """Convolutions of larger geometries (whose primitives use scratchpad
+    memory) from several threads at once: each call has a scratchpad of its
+    own (oneDNN's is one buffer for the process), so every thread gets what
+    one call alone computes."""
+    import threading
+    rank, first, dn = LAYOUTS["conv_2d_nhwc_hwcf"]
+    xs, ws, ys = _shapes(rank, first, n=4, c=32, f=64, side=18)
+    text = _program("conv_2d_nhwc_hwcf", xs, ws, ys, 1, 1, rank)
+    prog = tdf.compile(text)
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal(ws).astype(np.float32)
+    inputs = [rng.standard_normal(xs).astype(np.float32) for _ in range(6)]
+    expected = [_reference(x, w, 1, 1, rank, dn) for x in inputs]
+    results: list = [None] * len(inputs)
+
+    def work(i):
+        for _ in range(20):
+            results[i] = np.asarray(prog.main(inputs[i], w))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -205,6 +205,8 @@ OneDnn oneDnn;
 std::atomic<bool> oneDnnReady{false};
 /// Batches run on oneDNN's threads (runBatchOnThreads), for tests.
 std::atomic<int64_t> threadedBatches{0};
+/// GEMMs run through oneDNN's matmul primitive, for tests.
+std::atomic<int64_t> matmulPrimitiveCalls{0};
 
 /// The thread count of the contraction running on this thread (0: the
 /// BLAS's own), for the library calls it makes.
@@ -658,10 +660,23 @@ bool oneDnnGemm(Matrix a, Matrix b, Matrix c, bool accumulate,
   float beta = accumulate ? 1.0f : 0.0f;
   float *cp = reinterpret_cast<float *>(const_cast<char *>(c.base));
   const OneDnn &lib = oneDnn;
-  int previous = lib.maxThreads();
   int threads = callThreadsFor(c.rows, c.cols, a.cols, 1, elementBytes(a.type));
   if (threads == 0)
     threads = library.getThreads ? library.getThreads() : 1;
+  if (!accumulate && (a.type == BF16 || ta || tb)) {
+    // The matmul primitive (OneDnnMatmul.cpp): faster than the BLAS-like
+    // calls below for bf16, and for f32 with a transposed operand.
+    int64_t as[2] = {ta ? 1 : lda, ta ? lda : 1};
+    int64_t bs[2] = {tb ? 1 : ldb, tb ? ldb : 1};
+    int64_t cs[2] = {ldc, 1};
+    if (tdfrt::oneDnnMatmul(
+            a.type == BF16 ? tdfrt::dnnl::kBf16 : tdfrt::dnnl::kF32, c.rows,
+            c.cols, a.cols, a.base, as, b.base, bs, cp, cs, threads)) {
+      matmulPrimitiveCalls.fetch_add(1);
+      return true;
+    }
+  }
+  int previous = lib.maxThreads();
   lib.setThreads(threads);
   int status =
       a.type == F32
@@ -1037,6 +1052,10 @@ void registerBlas(nb::module_ &m) {
       "blas_loaded",
       []() { return libraryReady.load() ? library.path : std::string(); },
       "The path of the loaded BLAS, or '' when none is.");
+  m.def(
+      "blas_matmul_primitive_calls",
+      []() { return matmulPrimitiveCalls.load(); },
+      "GEMMs run through oneDNN's matmul primitive in this process.");
   m.def(
       "blas_threaded_batches", []() { return threadedBatches.load(); },
       "How many batches of small GEMMs ran on oneDNN's threads (one GEMM "

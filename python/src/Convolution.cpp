@@ -14,10 +14,11 @@
 //
 // A primitive is created once per geometry (sizes, strides, window strides,
 // dilations, threads) and kept; primitives execute concurrently from several
-// threads. When oneDNN is not loaded (no library, or a forked child, whose
-// OpenMP runtime does not survive fork) or refuses the geometry, a reference
-// loop nest computes the same sums in the same order of reduction
-// dimensions (input feature, then kernel positions) as a last resort.
+// threads, each call with scratchpad memory of its own (OneDnnApi.cpp). When
+// oneDNN is not loaded (no library, or a forked child, whose OpenMP runtime
+// does not survive fork) or refuses the geometry, a reference loop nest
+// computes the same sums in the same order of reduction dimensions (input
+// feature, then kernel positions) as a last resort.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +27,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -48,100 +48,23 @@ namespace {
 constexpr int kOperandWords = 12;
 constexpr int kDescWords = 3 * kOperandWords + 6;
 
-// oneDNN C API values (oneapi/dnnl/dnnl_types.h, 3.x).
-constexpr int kDnnlSuccess = 0;
-constexpr int kDnnlF32 = 3;
-constexpr int kDnnlFormatTagAny = 1;
-constexpr int kDnnlForwardInference = 96;
-constexpr int kDnnlConvolutionDirect = 1;
-constexpr int kDnnlCpu = 1;
-constexpr unsigned kDnnlStreamInOrder = 1;
-constexpr int kDnnlQueryWeightsMd = 131;
-constexpr int kDnnlArgSrc = 1, kDnnlArgDst = 17, kDnnlArgWeights = 33;
-constexpr int kDnnlArgFrom = 1, kDnnlArgTo = 17;
-
-using Handle = void *;
+using tdfrt::Handle;
+using tdfrt::OneDnnApi;
+namespace dnnl = tdfrt::dnnl;
 using Dims = int64_t[12];
-struct ExecArg {
-  int arg;
-  Handle memory;
-};
-
-struct Api {
-  int (*engineCreate)(Handle *, int, size_t);
-  int (*streamCreate)(Handle *, Handle, unsigned);
-  int (*streamWait)(Handle);
-  int (*streamDestroy)(Handle);
-  int (*mdStrides)(Handle *, int, const int64_t *, int, const int64_t *);
-  int (*mdTag)(Handle *, int, const int64_t *, int, int);
-  int (*mdEqual)(Handle, Handle);
-  size_t (*mdSize)(Handle);
-  int (*convPd)(Handle *, Handle, int, int, Handle, Handle, Handle, Handle,
-                const int64_t *, const int64_t *, const int64_t *,
-                const int64_t *, Handle);
-  int (*reorderPd)(Handle *, Handle, Handle, Handle, Handle, Handle);
-  Handle (*queryMd)(Handle, int, int);
-  int (*primitiveCreate)(Handle *, Handle);
-  int (*memoryCreate)(Handle *, Handle, Handle, void *);
-  int (*memoryDestroy)(Handle);
-  int (*execute)(Handle, Handle, int, const ExecArg *);
-};
-
-template <typename Fn> bool bind(void *lib, const char *name, Fn &fn) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  return fn != nullptr;
-}
 
 struct Conv {
-  Handle primitive = nullptr;
-  Handle reorder = nullptr; // weights: operand layout -> the primitive's
+  tdfrt::Primitive primitive;
+  tdfrt::Primitive reorder; // weights: operand layout -> the primitive's
   Handle src = nullptr, weights = nullptr, dst = nullptr, packed = nullptr;
   size_t packedBytes = 0;
 };
 
 std::mutex convLock;
-Api api;
-Handle engine = nullptr;
-bool apiReady = false;
-void *apiLibrary = nullptr;
 std::map<std::vector<int64_t>, Conv> primitives;
 std::atomic<int64_t> libraryCalls{0}, referenceCalls{0};
 /// Tests: every call through the reference loops.
 std::atomic<bool> forceReference{false};
-
-/// The API of the loaded oneDNN (once per library), or false.
-bool ready() {
-  void *lib = tdfrt::oneDnnHandle();
-  if (!lib)
-    return false;
-  if (apiReady && apiLibrary == lib)
-    return true;
-  Api a{};
-  bool ok =
-      bind(lib, "dnnl_engine_create", a.engineCreate) &&
-      bind(lib, "dnnl_stream_create", a.streamCreate) &&
-      bind(lib, "dnnl_stream_wait", a.streamWait) &&
-      bind(lib, "dnnl_stream_destroy", a.streamDestroy) &&
-      bind(lib, "dnnl_memory_desc_create_with_strides", a.mdStrides) &&
-      bind(lib, "dnnl_memory_desc_create_with_tag", a.mdTag) &&
-      bind(lib, "dnnl_memory_desc_equal", a.mdEqual) &&
-      bind(lib, "dnnl_memory_desc_get_size", a.mdSize) &&
-      bind(lib, "dnnl_convolution_forward_primitive_desc_create", a.convPd) &&
-      bind(lib, "dnnl_reorder_primitive_desc_create", a.reorderPd) &&
-      bind(lib, "dnnl_primitive_desc_query_md", a.queryMd) &&
-      bind(lib, "dnnl_primitive_create", a.primitiveCreate) &&
-      bind(lib, "dnnl_memory_create", a.memoryCreate) &&
-      bind(lib, "dnnl_memory_destroy", a.memoryDestroy) &&
-      bind(lib, "dnnl_primitive_execute", a.execute);
-  Handle e = nullptr;
-  if (!ok || a.engineCreate(&e, kDnnlCpu, 0) != kDnnlSuccess)
-    return false;
-  api = a;
-  engine = e;
-  apiLibrary = lib;
-  apiReady = true;
-  return true;
-}
 
 /// One operand of the descriptor: oneDNN's logical order is (batch or
 /// output feature, channel, spatial...); `channelsLast` operands keep the
@@ -209,12 +132,13 @@ Geometry decode(const int64_t *desc, int rank, bool channelsLast) {
 
 /// The primitive of one geometry, created on first use; null when oneDNN
 /// refuses it.
-Conv *primitiveFor(const std::vector<int64_t> &key, int rank,
-                   const int64_t (&dims)[3][5], const int64_t (&str)[3][5],
-                   const int64_t *windowStrides, const int64_t *dilations) {
+Conv *primitiveFor(const OneDnnApi &api, const std::vector<int64_t> &key,
+                   int rank, const int64_t (&dims)[3][5],
+                   const int64_t (&str)[3][5], const int64_t *windowStrides,
+                   const int64_t *dilations) {
   auto found = primitives.find(key);
   if (found != primitives.end())
-    return found->second.primitive ? &found->second : nullptr;
+    return found->second.primitive.primitive ? &found->second : nullptr;
   Conv conv;
   Dims zeros = {0};
   Dims dil = {0}, stride = {0};
@@ -224,37 +148,40 @@ Conv *primitiveFor(const std::vector<int64_t> &key, int rank,
     dil[i] = dilations[i] - 1; // oneDNN counts the gaps
   }
   Handle any = nullptr;
-  bool ok = api.mdStrides(&conv.src, rank, dims[0], kDnnlF32, str[0]) ==
-                kDnnlSuccess &&
-            api.mdStrides(&conv.weights, rank, dims[1], kDnnlF32, str[1]) ==
-                kDnnlSuccess &&
-            api.mdStrides(&conv.dst, rank, dims[2], kDnnlF32, str[2]) ==
-                kDnnlSuccess &&
-            api.mdTag(&any, rank, dims[1], kDnnlF32, kDnnlFormatTagAny) ==
-                kDnnlSuccess;
+  bool ok = api.mdStrides(&conv.src, rank, dims[0], dnnl::kF32, str[0]) ==
+                dnnl::kSuccess &&
+            api.mdStrides(&conv.weights, rank, dims[1], dnnl::kF32, str[1]) ==
+                dnnl::kSuccess &&
+            api.mdStrides(&conv.dst, rank, dims[2], dnnl::kF32, str[2]) ==
+                dnnl::kSuccess &&
+            api.mdTag(&any, rank, dims[1], dnnl::kF32, dnnl::kFormatTagAny) ==
+                dnnl::kSuccess;
   Handle pd = nullptr;
-  if (ok)
-    ok = api.convPd(&pd, engine, kDnnlForwardInference, kDnnlConvolutionDirect,
-                    conv.src, any, nullptr, conv.dst, stride, dil, zeros, zeros,
-                    nullptr) == kDnnlSuccess &&
-         api.primitiveCreate(&conv.primitive, pd) == kDnnlSuccess;
+  Handle attr = ok ? tdfrt::userScratchpadAttr(api) : nullptr;
+  ok = ok && attr &&
+       api.convPd(&pd, api.engine, dnnl::kForwardInference,
+                  dnnl::kConvolutionDirect, conv.src, any, nullptr, conv.dst,
+                  stride, dil, zeros, zeros, attr) == dnnl::kSuccess &&
+       tdfrt::createPrimitive(api, pd, conv.primitive);
   if (ok) {
-    Handle chosen = api.queryMd(pd, kDnnlQueryWeightsMd, 0);
+    Handle chosen = api.queryMd(pd, dnnl::kQueryWeightsMd, 0);
     if (!api.mdEqual(chosen, conv.weights)) {
       Handle rpd = nullptr;
       conv.packed = chosen;
       conv.packedBytes = api.mdSize(chosen);
-      ok = api.reorderPd(&rpd, conv.weights, engine, chosen, engine, nullptr) ==
-               kDnnlSuccess &&
-           api.primitiveCreate(&conv.reorder, rpd) == kDnnlSuccess;
+      ok = api.reorderPd(&rpd, conv.weights, api.engine, chosen, api.engine,
+                         attr) == dnnl::kSuccess &&
+           tdfrt::createPrimitive(api, rpd, conv.reorder);
     }
   }
+  if (attr)
+    api.attrDestroy(attr);
   // The descriptors stay alive with the primitive (`packed` belongs to the
   // primitive descriptor, kept too): a few per geometry, for the process.
   if (!ok)
-    conv.primitive = nullptr;
+    conv.primitive = tdfrt::Primitive{};
   Conv &kept = primitives[key] = conv;
-  return kept.primitive ? &kept : nullptr;
+  return kept.primitive.primitive ? &kept : nullptr;
 }
 
 /// Runs the convolution through oneDNN; false when it cannot (not loaded,
@@ -264,11 +191,12 @@ bool runLibrary(const Geometry &g, int threads) {
   const int64_t (&str)[3][5] = g.str;
   const Operand(&ops)[3] = g.ops;
   int rank = g.rank;
+  const OneDnnApi *api = tdfrt::oneDnnApi();
+  if (!api)
+    return false;
   Conv conv;
   {
     std::lock_guard<std::mutex> guard(convLock);
-    if (!ready())
-      return false;
     std::vector<int64_t> key{rank, g.channelsLast, threads};
     for (int k = 0; k < 3; ++k)
       for (int i = 0; i < rank; ++i) {
@@ -278,7 +206,7 @@ bool runLibrary(const Geometry &g, int threads) {
     key.insert(key.end(), g.windowStrides, g.windowStrides + 3);
     key.insert(key.end(), g.dilations, g.dilations + 3);
     Conv *found =
-        primitiveFor(key, rank, dims, str, g.windowStrides, g.dilations);
+        primitiveFor(*api, key, rank, dims, str, g.windowStrides, g.dilations);
     if (!found)
       return false;
     conv = *found;
@@ -286,41 +214,26 @@ bool runLibrary(const Geometry &g, int threads) {
   // No lock from here: primitives are immutable and may run concurrently;
   // each call has its own memory objects, stream and weights buffer.
   void *packed = nullptr;
-  if (conv.reorder) {
+  if (conv.reorder.primitive) {
     packed = std::malloc(std::max<size_t>(conv.packedBytes, 64));
     if (!packed)
       tdf_rt_alloc_error(-1, int64_t(conv.packedBytes)); // longjmps
   }
-  Handle stream = nullptr, mem[4] = {nullptr, nullptr, nullptr, nullptr};
-  bool ok =
-      api.streamCreate(&stream, engine, kDnnlStreamInOrder) == kDnnlSuccess &&
-      api.memoryCreate(&mem[0], conv.src, engine, ops[0].data) ==
-          kDnnlSuccess &&
-      api.memoryCreate(&mem[1], conv.weights, engine, ops[1].data) ==
-          kDnnlSuccess &&
-      api.memoryCreate(&mem[2], conv.dst, engine, ops[2].data) ==
-          kDnnlSuccess &&
-      (!conv.reorder ||
-       api.memoryCreate(&mem[3], conv.packed, engine, packed) == kDnnlSuccess);
+  bool ok;
   {
     tdfrt::OneDnnThreads guard(threads);
-    if (ok && conv.reorder) {
-      ExecArg args[2] = {{kDnnlArgFrom, mem[1]}, {kDnnlArgTo, mem[3]}};
-      ok = api.execute(conv.reorder, stream, 2, args) == kDnnlSuccess;
-    }
-    if (ok) {
-      ExecArg args[3] = {{kDnnlArgSrc, mem[0]},
-                         {kDnnlArgWeights, conv.reorder ? mem[3] : mem[1]},
-                         {kDnnlArgDst, mem[2]}};
-      ok = api.execute(conv.primitive, stream, 3, args) == kDnnlSuccess &&
-           api.streamWait(stream) == kDnnlSuccess;
-    }
+    ok = !conv.reorder.primitive ||
+         tdfrt::runPrimitive(*api, conv.reorder,
+                             {{dnnl::kArgFrom, conv.weights, ops[1].data},
+                              {dnnl::kArgTo, conv.packed, packed}});
+    ok = ok && tdfrt::runPrimitive(
+                   *api, conv.primitive,
+                   {{dnnl::kArgSrc, conv.src, ops[0].data},
+                    {dnnl::kArgWeights,
+                     conv.reorder.primitive ? conv.packed : conv.weights,
+                     conv.reorder.primitive ? packed : ops[1].data},
+                    {dnnl::kArgDst, conv.dst, ops[2].data}});
   }
-  for (Handle m : mem)
-    if (m)
-      api.memoryDestroy(m);
-  if (stream)
-    api.streamDestroy(stream);
   std::free(packed);
   return ok;
 }
