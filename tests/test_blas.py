@@ -175,14 +175,17 @@ def _matrix(rng, rows, cols, order, step, dtype):
     return view if order == "rm" else view.T
 
 
+@pytest.mark.parametrize("size", ["small", "large"])
 @pytest.mark.parametrize("accumulate", [False, True])
 @pytest.mark.parametrize("layout", _LAYOUTS, ids=lambda la: "-".join(map(str, la)))
 @pytest.mark.parametrize("itype", ["f32", "bf16"])
-def test_onednn_gemm_layouts(itype, layout, accumulate):
+def test_onednn_gemm_layouts(itype, layout, accumulate, size):
     """f32 or bf16 A and B, f32 C of every storage order, with leading
-    dimensions larger than the rows and strided columns, against float64."""
+    dimensions larger than the rows and strided columns, against float64;
+    small (oneDNN's GEMM calls) and from 2^26 flops (its matmul primitive
+    where that applies)."""
     rng = np.random.default_rng(3)
-    m, n, k = 67, 45, 130
+    m, n, k = (67, 45, 130) if size == "small" else (261, 301, 430)
     a = _matrix(rng, m, k, layout[0], layout[3], _DTYPES[itype])
     b = _matrix(rng, k, n, layout[1], layout[3], _DTYPES[itype])
     c = _matrix(rng, m, n, layout[2], 1, np.float32)
@@ -190,15 +193,11 @@ def test_onednn_gemm_layouts(itype, layout, accumulate):
     kinds = [1, 2, 3]  # m n k
     orders = [[0, 2], [2, 1], [0, 1]]
     expected = a0.astype(np.float64) @ b0.astype(np.float64) + (c0 if accumulate else 0)
-    # The first call of a geometry takes oneDNN's GEMM call, later ones its
-    # matmul primitive where that applies (below): both checked.
-    for _ in range(2):
-        c[...] = c0
-        primitive_calls = _tdf.blas_matmul_primitive_calls()
-        _call(contraction_flags((itype, itype, "f32"), kinds, accumulate), [a, b, c], orders,
-              [m, n, k], kinds)
-        np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-4)
-        assert np.array_equal(a, a0) and np.array_equal(b, b0)
+    primitive_calls = _tdf.blas_matmul_primitive_calls()
+    _call(contraction_flags((itype, itype, "f32"), kinds, accumulate), [a, b, c], orders,
+          [m, n, k], kinds)
+    np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-4)
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)
     # GEMMs that overwrite C run oneDNN's matmul primitive when bf16 or when
     # an operand is transposed (each operand described by its strides); the
     # others its GEMM calls. A column-major C is computed as C^T = B^T A^T;
@@ -208,8 +207,8 @@ def test_onednn_gemm_layouts(itype, layout, accumulate):
         flip = {"rm": "cm", "cm": "rm"}
         a_order, b_order = flip[b_order], flip[a_order]
     transposed = layout[3] == 1 and "cm" in (a_order, b_order)
-    used = _tdf.blas_matmul_primitive_calls() > primitive_calls  # the second call
-    assert used == (not accumulate and bool(blas.onednn_path())
+    used = _tdf.blas_matmul_primitive_calls() > primitive_calls
+    assert used == (size == "large" and not accumulate and bool(blas.onednn_path())
                     and (itype == "bf16" or transposed))
 
 
@@ -422,12 +421,16 @@ def test_dynamic_shapes(m, k, n, dtype):
     assert "tdf_rt_contract" in prog.llvm_ir
 
 
+@pytest.mark.parametrize("shape", [(64, 256, 192), (128, 512, 640)])
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
-def test_calls_from_several_threads(dtype):
+def test_calls_from_several_threads(dtype, shape):
     rng = np.random.default_rng(9)
-    # 64x256x192: above the size where a contraction takes several threads.
-    w = rng.standard_normal((256, 192)).astype(dtype)
-    xs = [rng.standard_normal((64, 256)).astype(dtype) for _ in range(8)]
+    # 64x256x192: above the size where a contraction takes several threads;
+    # 128x512x640: oneDNN's matmul primitive (h @ w.T transposed, and x @ w
+    # too for bf16), primitives shared by the threads.
+    m, k, n = shape
+    w = rng.standard_normal((k, n)).astype(dtype)
+    xs = [rng.standard_normal((m, k)).astype(dtype) for _ in range(8)]
 
     def fn(x, w):
         h = jnp.tanh(jnp.matmul(x, w, preferred_element_type=jnp.float32)).astype(w.dtype)
@@ -452,6 +455,8 @@ def test_calls_from_several_threads(dtype):
         t.join()
     for got, exp in zip(results, expected):
         np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5)
+    if m == 128 and blas.onednn_path():
+        assert _tdf.blas_matmul_primitive_calls() > 0
 
 
 def _gemms_in_child(prog_f32, prog_bf16, args, expected, queue):

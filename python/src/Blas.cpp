@@ -205,6 +205,11 @@ OneDnn oneDnn;
 std::atomic<bool> oneDnnReady{false};
 /// Batches run on oneDNN's threads (runBatchOnThreads), for tests.
 std::atomic<int64_t> threadedBatches{0};
+/// The flops from which a GEMM runs oneDNN's matmul primitive (2^26):
+/// measured side by side on 2 threads, f32 with B transposed, 128x256x512
+/// 120-150 GFLOP/s against 150-165 for dnnl_sgemm, 128x512x512 168 against
+/// 142; bf16 equal at 128x512x512.
+constexpr double kMatmulPrimitiveFlops = 67108864.0;
 /// GEMMs run through oneDNN's matmul primitive, for tests.
 std::atomic<int64_t> matmulPrimitiveCalls{0};
 
@@ -663,9 +668,13 @@ bool oneDnnGemm(Matrix a, Matrix b, Matrix c, bool accumulate,
   int threads = callThreadsFor(c.rows, c.cols, a.cols, 1, elementBytes(a.type));
   if (threads == 0)
     threads = library.getThreads ? library.getThreads() : 1;
-  if (!accumulate && (a.type == BF16 || ta || tb)) {
+  if (!accumulate && (a.type == BF16 || ta || tb) &&
+      2.0 * double(c.rows) * double(c.cols) * double(a.cols) >=
+          kMatmulPrimitiveFlops) {
     // The matmul primitive (OneDnnMatmul.cpp): faster than the BLAS-like
-    // calls below for bf16, and for f32 with a transposed operand.
+    // calls below for bf16, and for f32 with a transposed operand, from
+    // about 64 MFLOP (below, its per-call memory objects and stream cost
+    // more than its kernels save: 4x64x64 ran at a fifth of the speed).
     int64_t as[2] = {ta ? 1 : lda, ta ? lda : 1};
     int64_t bs[2] = {tb ? 1 : ldb, tb ? ldb : 1};
     int64_t cs[2] = {ldc, 1};

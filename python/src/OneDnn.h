@@ -116,8 +116,8 @@ bool runPrimitive(const OneDnnApi &api, const Primitive &primitive,
 /// C = A * B of A and B of oneDNN data type `type` (dnnl::kBf16 or kF32)
 /// into an f32 C, every matrix given by its sizes and (row, column) strides
 /// in elements, through a matmul primitive created once per geometry, type
-/// and thread count (OneDnnMatmul.cpp) at its second call; false (nothing
-/// written) at the first call, or when oneDNN is not loaded or refuses it.
+/// and thread count (OneDnnMatmul.cpp); false (nothing written) when oneDNN
+/// is not loaded or refuses it.
 bool oneDnnMatmul(int type, int64_t m, int64_t n, int64_t k, const void *a,
                   const int64_t aStrides[2], const void *b,
                   const int64_t bStrides[2], float *c,

@@ -8,9 +8,10 @@
 // side by side in one C++ process: bf16 128x512x4096 480-610 GFLOP/s
 // against 360-460 for the BLAS-like call (1024^3 equal); f32 with B
 // transposed, 128x4096x512 and 128x512x4096, 210-220 against 160-170
-// (without a transpose, equal: those stay with dnnl_sgemm). The first call
-// of a geometry still takes the GEMM call; the primitive is made at the
-// second.
+// (without a transpose, equal: those stay with dnnl_sgemm). Every call of a
+// geometry takes the same route (the same bits each call); Blas.cpp sends
+// only GEMMs of at least 2^26 flops, below which the per-call memory objects
+// and stream cost more than the kernels save.
 // Each operand is described by its own sizes and strides (a transposed
 // operand is a strided one: no copy); the output is written in place. A
 // primitive is created once per geometry (sizes, strides, thread count) and
@@ -21,7 +22,6 @@
 #include <array>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "OneDnn.h"
 
@@ -38,8 +38,6 @@ using Key = std::array<int64_t, 11>;
 
 std::mutex matmulLock;
 std::map<Key, Matmul> matmuls;
-/// Geometries called once, whose primitive is not made yet.
-std::set<Key> calledOnce;
 
 /// The primitive of one geometry, created on first use (the mutex held);
 /// null when oneDNN refuses it.
@@ -90,11 +88,6 @@ bool oneDnnMatmul(int type, int64_t m, int64_t n, int64_t k, const void *a,
   const OneDnnApi *api = nullptr;
   {
     std::lock_guard<std::mutex> guard(matmulLock);
-    // The first call of a geometry leaves it to the GEMM calls: binding the
-    // API, creating the engine and the primitive (which generates its
-    // kernels) cost more than a program called once gets back.
-    if (!matmuls.count(key) && calledOnce.insert(key).second)
-      return false;
     api = oneDnnApi();
     if (!api)
       return false;
