@@ -6,15 +6,17 @@ MLIR Python bindings that are not about any one pass.
   :func:`ancestor_in`, :func:`lookup_symbol`, :func:`is_tensor`,
   :func:`op_key` (a stable dictionary key for an op), :func:`defining_op`,
   :func:`memref_root`, :func:`used_from_outside` (what a function made
-  of some ops would take as parameters), :func:`is_constant`; linalg ops' :func:`indexing_maps`
+  of some ops would take as parameters), :func:`is_constant`,
+  :func:`constant_int`; linalg ops' :func:`indexing_maps`
   and :func:`iterator_types`;
 - **function attributes**: :func:`function_type`, :func:`sym_name`,
   :func:`is_public`, :func:`has_body`, :func:`arg_dicts` /
   :func:`set_arg_dicts`;
 - **building IR** at the current insertion point, with the bindings' typed
   op builders: :func:`index_const`, :func:`cmpi`, :func:`binary`,
-  :func:`select`, :func:`dim_size`, :func:`empty_tensor`, and
-  :func:`copy_attributes` from one op to its replacement.
+  :func:`select`, :func:`dim_size`, :func:`empty_tensor`,
+  :func:`copy_attributes` from one op to its replacement, and
+  :func:`clone_remapped` (copies of ops reading other values).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .. import _tdf
 from ..vocabulary import MEMREF_VIEW_OPS
 
 __all__ = ["collect_ops", "function_bodies", "ancestor_in", "lookup_symbol", "is_tensor",
-           "op_key", "defining_op", "identity_layout", "memref_root", "used_from_outside", "is_constant", "indexing_maps", "iterator_types", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
+           "op_key", "defining_op", "identity_layout", "memref_root", "used_from_outside", "is_constant", "constant_int", "clone_remapped", "indexing_maps", "iterator_types", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
            "set_arg_dicts", "index_const", "cmpi", "binary", "select", "dim_size",
            "empty_tensor", "copy_attributes", "CMPI_PREDICATES"]
 
@@ -74,6 +76,17 @@ def used_from_outside(ops: list) -> list:
                 if value not in inside and value not in used:
                     used[value] = None
     return list(used)
+
+
+def constant_int(value) -> int | None:
+    """The integer an ``arith.constant`` defines ``value`` as, or None."""
+    op = defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    try:
+        return ir.IntegerAttr(op.attributes["value"]).value
+    except (ValueError, KeyError):
+        return None
 
 
 def is_constant(value) -> bool:
@@ -260,3 +273,21 @@ def copy_attributes(source, target, skip: Iterable[str] = ("callee",)) -> None:
     for name in list(source.attributes):
         if isinstance(name, str) and name not in skip:
             target.attributes[name] = source.attributes[name]
+
+
+def clone_remapped(ops: list, mapping: dict) -> list:
+    """Copies of ``ops`` at the current insertion point, in order, in which
+    every operand (of a copy or of an op nested in it) that is a key of
+    ``mapping`` reads ``mapping[key]`` instead; each op's results map to its
+    copy's (``mapping`` is updated) for the copies after it."""
+    copies = []
+    for op in ops:
+        copy = op.clone()
+        copies.append(copy)
+        mapping.update(zip(op.results, copy.results))
+    for copy in copies:
+        for inner in collect_ops(copy):
+            for position, value in enumerate(inner.operands):
+                if value in mapping:
+                    inner.operands[position] = mapping[value]
+    return copies

@@ -124,10 +124,6 @@ def _launch(call, task_name: str, kept: list[int], types: list[str], caller) -> 
     call.erase()
 
 
-def _canonicalize():
-    return passmanager.PassManager.parse("llvm.func(canonicalize)")
-
-
 @register_pass(
     "tdf-launch-parallel",
     "The launch calls of tdf-outline-parallel (LLVM dialect) store their values in a "
@@ -151,6 +147,9 @@ def launch_parallel(op, ctx: PassContext) -> None:
                 callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
                 calls.setdefault(callee, []).append((call, caller))
     declare_pool = PARALLEL_FOR not in functions
+    # Folds the descriptors each body builds of its parameters and reads one
+    # field of: what a body does not read need not be passed.
+    canonicalize = passmanager.PassManager.parse("llvm.func(canonicalize)")
     for launch in launches:
         name = sym_name(launch)
         body_name = ir.FlatSymbolRefAttr(launch.attributes[PARALLEL_BODY_ATTR]).value
@@ -162,9 +161,7 @@ def launch_parallel(op, ctx: PassContext) -> None:
             ctx.error(launch, f"launch declaration @{name} needs a body function @{body_name} "
                               f"that only its calls run, taking what they pass")
             return
-        # Folds the descriptors the body builds of its parameters and reads
-        # one field of: what it does not read need not be passed.
-        _canonicalize().run(body)
+        canonicalize.run(body)
         arguments = list(body.regions[0].blocks[0].arguments)[1:]
         kept = [k for k, a in enumerate(arguments) if next(iter(a.uses), None) is not None]
         types = [str(arguments[k].type) for k in kept]

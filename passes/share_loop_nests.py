@@ -55,6 +55,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from .ir_utils import (
+    clone_remapped,
     collect_ops,
     defining_op,
     has_body,
@@ -114,12 +115,8 @@ def _outline(op, name: str, module_body):
         for value in used:
             if value not in mapping:
                 mapping[value] = defining_op(value).clone().results[0]
-        copy = op.clone()
+        clone_remapped([op], mapping)
         func.ReturnOp([])
-    for inner in collect_ops(copy):
-        for index, value in enumerate(inner.operands):
-            if value in mapping:
-                inner.operands[index] = mapping[value]
     return function, params
 
 

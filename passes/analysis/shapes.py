@@ -20,6 +20,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ...vocabulary import ASSUME_UNALIASED
+from ..ir_utils import constant_int
 
 __all__ = ["dim_key", "same_sizes", "fresh_shape_operand", "row_major", "buffer_strides",
            "slice_strides", "inverse_view_strides"]
@@ -42,24 +43,14 @@ def fresh_shape_operand(op, result_index: int):
     return None
 
 
-def _constant_index(value):
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
-        return None
-    try:
-        return ir.IntegerAttr(owner.operation.attributes["value"]).value
-    except (ValueError, KeyError):
-        return None
-
-
 def _size_key(value, depth):
     """The key of an index value used as a size."""
-    constant = _constant_index(value)
+    constant = constant_int(value)
     if constant is not None:
         return constant
     owner = value.owner
     if not isinstance(owner, ir.Block) and owner.operation.name == "tensor.dim" and depth < _MAX_DEPTH:
-        index = _constant_index(owner.operation.operands[1])
+        index = constant_int(owner.operation.operands[1])
         source = owner.operation.operands[0]
         if index is not None and isinstance(source.type, ir.RankedTensorType) \
                 and 0 <= index < ir.RankedTensorType(source.type).rank:
