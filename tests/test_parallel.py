@@ -106,6 +106,18 @@ def test_small_programs_stay_on_one_thread():
     assert not _parallel(prog)
 
 
+@pytest.mark.parametrize("n, cut", [(N, False), (4 * N, True)])
+def test_parallel_work_decides_per_function(n, cut):
+    """A whole-array sum of squares, its one loop worth too little for two
+    chunks at 256K floats (tdf-parallelize's min-chunk-work), stays on one
+    thread; at 1M it is cut. Either way it computes what jax.jit does."""
+    fn = lambda a: jnp.sum(a * a)  # noqa: E731
+    x = np.random.default_rng(11).standard_normal(n).astype(np.float32)
+    prog = tdf.jax.jit(fn).lower(x).compile(num_threads=2)
+    assert _parallel(prog) == cut
+    np.testing.assert_allclose(np.asarray(prog.main(x)), np.asarray(jax.jit(fn)(x)), rtol=1e-5)
+
+
 def test_forked_child_runs_parallel_programs():
     """A child forked after the parent's tasks ran (the pool's workers do not
     exist there) runs the chunks inline instead of waiting forever."""

@@ -1,9 +1,10 @@
 // RUN: tdf-opt %s --tdf-parallelize | FileCheck %s
 // RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{threads=3 min-elements=8})" | FileCheck %s --check-prefix=THREE
 // RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{threads=1})" | FileCheck %s --check-prefix=ONE
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{min-chunk-work=262144})" | FileCheck %s --check-prefix=LOW
 // RUN: not tdf-opt %s --pass-pipeline="builtin.module(tdf-parallelize{threads=0})" 2>&1 | FileCheck %s --check-prefix=BADOPT
 
-// BADOPT: error: threads and min-elements must be positive, got 0 and 262144
+// BADOPT: error: threads, min-elements and min-chunk-work must be positive, got 0, 262144 and 1048576
 // ONE-NOT: scf.parallel
 
 // 512 x 512 = 262144 iterations: two chunks of 256 rows (a static size:
@@ -40,16 +41,17 @@ func.func @exp_rows(%x: memref<512x512xf32>, %y: memref<512x512xf32>) {
 }
 
 // A row reduction is cut along its rows (each row's sum stays in one chunk);
-// a broadcast input without the row loop is passed whole.
+// a broadcast input without the row loop is passed whole. Work: 2 MiB read
+// plus two flops on each of 512K iterations, 3 MiB: two chunks.
 // CHECK-LABEL: func.func @row_sums
 // CHECK:         scf.parallel
-// CHECK:           %[[XS:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [128, 1024]
-// CHECK:           %[[SS:.*]] = memref.subview %{{.*}}[%{{.*}}] [128] [1]
+// CHECK:           %[[XS:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [256, 1024]
+// CHECK:           %[[SS:.*]] = memref.subview %{{.*}}[%{{.*}}] [256] [1]
 // CHECK:           linalg.generic {{.*}} ins(%[[XS]], %{{[^ ]+}} : {{.*}}, memref<1024xf32>) outs(%[[SS]] :
-func.func @row_sums(%x: memref<256x1024xf32>, %w: memref<1024xf32>, %s: memref<256xf32>) {
+func.func @row_sums(%x: memref<512x1024xf32>, %w: memref<1024xf32>, %s: memref<512xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>],
                   iterator_types = ["parallel", "reduction"]}
-      ins(%x, %w : memref<256x1024xf32>, memref<1024xf32>) outs(%s : memref<256xf32>) {
+      ins(%x, %w : memref<512x1024xf32>, memref<1024xf32>) outs(%s : memref<512xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %p = arith.mulf %a, %b : f32
     %r = arith.addf %acc, %p : f32
@@ -107,6 +109,57 @@ func.func @non_strided(%x: memref<1024x1024xf32, affine_map<(d0, d1) -> (d1 floo
   ^bb0(%o: f32):
     %n = arith.negf %o : f32
     linalg.yield %n : f32
+  }
+  return
+}
+
+// Too little work for two chunks: the first stage of a whole-array sum of
+// 256K floats (1 MiB read, one add per element: 1.25 MiB of work), alone in
+// its function, stays one loop (on two threads it took 1.35-1.5x the
+// one-thread time). With `min-chunk-work` lowered to 256 KiB it is cut.
+// CHECK-LABEL: func.func @negative_cheap_sum
+// CHECK-NOT:     scf.parallel
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%{{.*}} : memref<16x16384xf32>)
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+// LOW-LABEL:   func.func @negative_cheap_sum
+// LOW:           scf.parallel
+// LOW:             arith.addf
+func.func @negative_cheap_sum(%x: memref<16x16384xf32>, %p: memref<16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x16384xf32>) outs(%p : memref<16xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// The same cheap sum beside an exp-sum (5 MiB of work): the function's
+// work pays for two chunks, and every loop of it is cut (the workers, woken
+// by the first, spin between the loops).
+// CHECK-LABEL: func.func @cheap_sum_beside_exp
+// CHECK:         scf.parallel
+// CHECK:           arith.addf
+// CHECK:         scf.parallel
+// CHECK:           math.exp
+func.func @cheap_sum_beside_exp(%x: memref<16x16384xf32>, %p: memref<16xf32>, %q: memref<16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x16384xf32>) outs(%p : memref<16xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x16384xf32>) outs(%q : memref<16xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %e = math.exp %a : f32
+    %r = arith.addf %acc, %e : f32
+    linalg.yield %r : f32
   }
   return
 }
