@@ -104,9 +104,9 @@ def test_random_programs_cut_or_not_agree(names, seed, recorded, monkeypatch):
 
 def test_negative_small_program_is_neither_cut_nor_split(recorded):
     x = np.random.default_rng(1).standard_normal((N, N)).astype(np.float32)
-    out = run(["cumsum0", "softmax", "ramp"], x, num_threads=2)
+    out = run(["ramp"], x, num_threads=2)
     assert recorded[-1]["parts"] == 0 and recorded[-1]["partitions"] == 1
-    f = program(["cumsum0", "softmax", "ramp"])
+    f = program(["ramp"])
     np.testing.assert_allclose(out, np.asarray(jax.jit(f)(x)), rtol=1e-5, atol=1e-6)
 
 
