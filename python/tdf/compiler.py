@@ -373,8 +373,7 @@ def _jit(module, entries: dict, opt_level: int, shared_libs: list, count_allocat
     jit_libs = jit_symbols.runtime_libs() + shared_libs
     registered = (jit_symbols.COUNTED_ALLOCATION_SYMBOLS if count_allocations else ()) \
         + tuple(RUNTIME_FUNCTIONS)
-    missing = [name for name in jit_symbols.unresolved_functions(module, jit_libs)
-               if name not in registered]
+    missing = jit_symbols.unresolved_functions(module, jit_libs, registered)
     if missing:
         raise CompileError(f"{filename}: the JIT cannot resolve external function(s) "
                            f"{', '.join(missing)} (not defined by the process or "

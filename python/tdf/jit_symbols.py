@@ -69,17 +69,25 @@ def check_kernel_symbols(module, shared_libs) -> None:
                 f"(pass the library with tdf.compile(..., shared_libs=[...]))")
 
 
-def unresolved_functions(module, shared_libs) -> list[str]:
+def unresolved_functions(module, shared_libs, known=()) -> list[str]:
     """Names of the ``llvm.func`` declarations (no body) of ``module`` that
-    neither the process nor ``shared_libs`` defines, sorted."""
-    libs = [ctypes.CDLL(None)] + [ctypes.CDLL(path) for path in shared_libs]
-    missing = set()
+    neither ``known`` (symbols the JIT is given itself), the process nor
+    ``shared_libs`` defines, sorted. A library is opened only for names the
+    process lacks: opening ``libmlir_c_runner_utils.so`` costs ~40 ms, paid
+    only by programs that call it."""
+    known = set(known)
+    wanted = set()
     for func in collect_ops(module.operation, "llvm.func"):
         if len(func.regions[0].blocks) > 0:
             continue
         name = ir.StringAttr(func.attributes["sym_name"]).value
-        if name.startswith("llvm."):
-            continue
-        if not any(hasattr(lib, name) for lib in libs):
-            missing.add(name)
-    return sorted(missing)
+        if not name.startswith("llvm.") and name not in known:
+            wanted.add(name)
+    process = ctypes.CDLL(None)
+    missing = sorted(name for name in wanted if not hasattr(process, name))
+    for path in shared_libs:
+        if not missing:
+            break
+        lib = ctypes.CDLL(path)
+        missing = [name for name in missing if not hasattr(lib, name)]
+    return missing
