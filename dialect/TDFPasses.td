@@ -101,6 +101,12 @@ def TDFFuseElementwise : Pass<"tdf-fuse-elementwise"> {
     program spent 5.7 s in upstream's pass); with the bound the chain
     becomes loops of at most `max-body-ops` ops each, built in O(N) time,
     and a loop reads and writes its operands once per `max-body-ops` ops.
+    The element-wise fusions run in rounds first: each round fuses every
+    eligible pair whose two ops no fusion of that round made, so a chain's
+    bodies double each round and a chain of N ops costs N * log2(bound)
+    copied body ops instead of N * bound / 2 (a 2,000-op JAX program:
+    0.27 -> 0.05 s at the default bound); the pattern driver then does what
+    the rounds left.
     A `linalg.contract` (a BLAS contraction, `tdf-specialize-contractions`)
     takes part in no fusion and no reshape folding: a folded reshape would
     turn it back into a `linalg.generic` that fusion then grows, and it
