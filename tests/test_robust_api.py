@@ -89,6 +89,41 @@ def test_sizes_that_fit_are_accepted():
     assert static_size_errors(tdf.parse(text)) == []
 
 
+_ELEMENTS = ["i1", "i8", "i24", "i33", "i64", "f16", "bf16", "f32", "f64", "f80", "index",
+             "complex<f32>", "complex<f64>", "vector<3xf32>", "vector<4xi1>"]
+
+
+@pytest.mark.parametrize("element", _ELEMENTS)
+@pytest.mark.parametrize("kind", ["tensor", "memref"])
+def test_fast_size_check_never_misses_what_the_full_check_finds(element, kind, monkeypatch):
+    """The C++ pre-check (tdf._tdf.static_sizes_may_overflow) may say "maybe"
+    where nothing overflows, never "no" where the full check finds an
+    oversized type: shapes just under and over INT64_MAX bits for each
+    element type, in a signature and an attribute."""
+    from tdf import _tdf
+    for total in [2**63 // 2**k for k in range(0, 12)] + [3 * 2**59, 2**60 - 1, 2**57 + 1]:
+        for extent in {total // 8, total // 9, total // 16, total // 64, total // 128}:
+            if extent < 1:
+                continue
+            t = f"{kind}<{extent}x{element}>"
+            text = (f"func.func private @k({t})\n"
+                    f"func.func @a() attributes {{x = [{t}]}} {{\n  return\n}}\n")
+            module = tdf.parse(text)
+            fast = _tdf.static_sizes_may_overflow(module.operation)
+            with monkeypatch.context() as m:
+                m.setattr(_tdf, "static_sizes_may_overflow", lambda _root: True)
+                full = static_size_errors(module)
+            assert fast or not full, (t, full)
+            assert bool(full) == (len(full) == 2)
+
+
+def test_fast_size_check_says_no_for_ordinary_programs():
+    from tdf import _tdf
+    text = "func.func @f(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {\n" \
+           "  return %x : tensor<1024x1024xf32>\n}\n"
+    assert not _tdf.static_sizes_may_overflow(tdf.parse(text).operation)
+
+
 # ------------------------------------------------------- (6) nesting depth
 
 def _nested_ifs(depth: int) -> str:

@@ -179,6 +179,11 @@ loadObject(const std::vector<std::string> &objects,
 /// task has returned.
 void releaseObject(LoadedObject *object);
 
+/// Whether any type `root` holds (results, block arguments, attributes and
+/// the types nested in them) may be a tensor, memref or vector of static
+/// shape over INT64_MAX bits (StaticSizes.cpp; false: certainly none).
+bool staticSizesMayOverflow(MlirOperation root);
+
 /// The host as the code generator sees it: the process triple, the CPU name
 /// and its sorted feature list (`+avx2,-avx512f,...`).
 std::string hostCPU();

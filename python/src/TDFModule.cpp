@@ -228,6 +228,11 @@ void registerObjectLoader(nb::module_ &m) {
       "load_object links), one per partition, each on a thread of its own, "
       "without the GIL. Returns ([object bytes], {translate, optimize, "
       "codegen: seconds, parts, partitions}); RuntimeError when it cannot.");
+  m.def("static_sizes_may_overflow", &tdfpy::staticSizesMayOverflow,
+        nb::arg("root"),
+        "Whether a type at or under `root` may be a tensor, memref or vector "
+        "of static shape over INT64_MAX bits (False: certainly none; True: "
+        "tdf.limits.static_size_errors says which).");
   m.def("host_cpu", &tdfpy::hostCPU,
         "The process triple, host CPU name and sorted CPU features, as "
         "LLVM's code generator sees them.");
