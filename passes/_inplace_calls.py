@@ -16,7 +16,13 @@ from mlir.dialects import tensor
 from ..dialects import tdf as tdf_d
 from ..vocabulary import ELEMENTWISE_ATTR, INPLACE_OK_ATTR
 from ._kernel_variants import inplace_variant, layout_variant, strided_type
-from .analysis.inplace import InplaceAnalysis, Rejection, size_adaptation
+from .analysis.inplace import (
+    MAX_BRANCH_DEPTH,
+    InplaceAnalysis,
+    Rejection,
+    branch_depth,
+    size_adaptation,
+)
 from .analysis.kernels import KernelInfo, identity_operands, is_elementwise_linalg, reads_output
 from .analysis.shapes import fresh_shape_operand, same_sizes, slice_strides
 from .ir_utils import copy_attributes, function_type, is_tensor, lookup_symbol, op_key
@@ -148,9 +154,21 @@ class InplaceRewriter:
                 if kernel is not None and kernel.name == "func.func" else None
         return self.kernels[key]
 
+    def too_deep(self, op) -> bool:
+        """Whether ``op`` is nested in more branches than
+        :data:`MAX_BRANCH_DEPTH` (rejected with rule ``depth``)."""
+        depth = branch_depth(op)
+        if depth <= MAX_BRANCH_DEPTH:
+            return False
+        self.reject(Rejection("depth", op, op.location, 0, [
+            f"nested in {depth} scf.if/scf.index_switch ops (more than {MAX_BRANCH_DEPTH}): "
+            f"in-place updates through nested branches make One-Shot Bufferize's analysis "
+            f"polynomial in the depth; left out of place"]))
+        return True
+
     def call(self, op) -> int:
         kernel = self.kernel_info(op)
-        if kernel is None:
+        if kernel is None or self.too_deep(op):
             return 0
         operands = list(op.operands)
         indices, taken, pending = self._choose_call_operands(op, kernel, operands)
@@ -266,7 +284,7 @@ class InplaceRewriter:
 
     def linalg(self, op) -> int:
         results = list(op.results)
-        if not results or not all(is_tensor(r) for r in results):
+        if not results or not all(is_tensor(r) for r in results) or self.too_deep(op):
             return 0
         count = len(results)
         operands = list(op.operands)

@@ -168,6 +168,39 @@ def test_liveness_linear_in_nesting_depth(monkeypatch):
     assert work[1] <= 4.6 * work[0], work
 
 
+_SCALE_KERNEL = """func.func private @k(%in: memref<4xf32>, %out: memref<4xf32>) {
+  %c = arith.constant 1.5 : f32
+  linalg.map ins(%in : memref<4xf32>) outs(%out : memref<4xf32>)
+    (%a: f32, %o: f32) {
+      %r = arith.mulf %a, %c : f32
+      linalg.yield %r : f32
+    }
+  return
+}
+"""
+
+
+def test_calls_nested_deeper_than_16_branches_stay_out_of_place():
+    """In-place calls through nested scf.if are one alias set for One-Shot,
+    whose analysis grew with the fourth power of the depth (100 levels:
+    26 s); past MAX_BRANCH_DEPTH levels the calls stay out of place. 60
+    levels: the top 16 calls below the first run in place, and the program
+    computes what its inplace=False build computes on both branches."""
+    from tdf.passes.analysis.inplace import MAX_BRANCH_DEPTH
+    n = 60
+    text = _nested_ifs(n).replace("func.func private @k(memref<4xf32>, memref<4xf32>)\n",
+                                  _SCALE_KERNEL)
+    prog = tdf.compile(text)
+    assert prog.report().calls_made_inplace == MAX_BRANCH_DEPTH
+    baseline = tdf.compile(text, inplace=False)
+    x = np.arange(4, dtype=np.float32) + 1
+    for c in (True, False):
+        x0 = x.copy()
+        np.testing.assert_array_equal(prog.main(x, c), baseline.main(x.copy(), c))
+        assert np.array_equal(x, x0)
+    np.testing.assert_allclose(prog.main(x, True), x * np.float32(1.5) ** (n + 1), rtol=1e-5)
+
+
 def _generic_chain(n: int) -> str:
     body = ["math.tanh %a", "arith.mulf %a, %a", "math.exp %a", "arith.addf %a, %a"]
     lines = ["#map = affine_map<(d0) -> (d0)>",
