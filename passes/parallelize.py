@@ -6,9 +6,10 @@ lowered. A linalg op (``linalg.generic``, ``linalg.map``, ``linalg.fill``,
 ``linalg.copy``, ``linalg.transpose``, the element-wise named ops) with at
 least ``min-elements`` iterations (static shapes) whose outermost loop is
 parallel and in every output is cut along that loop into contiguous chunks,
-as many as its function's estimated work pays for, at most ``threads``: an ``scf.parallel`` over the chunks, each running the op
-on subviews of its operands (so each chunk is the same vectorizable loop
-nest as before, on fewer rows): ``ceil(n / threads)`` rows each, a static
+as many as its function's estimated work pays for, at most ``threads``: an
+``scf.parallel`` over the chunks, each running the op on subviews of its
+operands (so each chunk is the same vectorizable loop nest as before, on
+fewer rows): ``ceil(n / chunks)`` rows each, a static
 size when that divides the loop (LLVM's vectorizer then needs no remainder
 loop). ``tdf-outline-parallel`` and ``tdf-launch-parallel`` then run the
 chunks as tasks of tdf's thread pool (``tdf_rt_parallel_for``: on the
@@ -21,7 +22,8 @@ The work estimate (:func:`work`, in the spirit of XLA's parallel task
 assignment, which weighs bytes accessed, flops and transcendentals) is the
 bytes the op's operands span plus, per iteration, 1 for each arithmetic op
 of the body, 4 for a division, square root or gather load and 16 for a
-transcendental. The loops of one function are cut into ``min(threads,
+transcendental (math ops that ``tdf-math-approximation`` already expanded count
+as the arithmetic they became). The loops of one function are cut into ``min(threads,
 W / min-chunk-work)`` chunks each, ``W`` the work of all of them together
 (default 1 MiB of that measure, about 35 µs of one core here): the first
 parallel loop of a call wakes the workers, which then spin between the
@@ -258,7 +260,7 @@ def _cut(op, maps, sizes, chunks: int) -> None:
 @register_pass(
     "tdf-parallelize",
     "Large linalg loop nests on memrefs cut into chunks along their outer parallel loop, "
-    "as an scf.parallel (run on threads by async-parallel-for)",
+    "as an scf.parallel (run as tasks of tdf's thread pool after tdf-outline-parallel)",
     options=[PassOption("threads", int, 2, "Most chunks per op (the thread count; 1: nothing)"),
              PassOption("min-elements", int, 262144, "Iterations an op needs to be cut"),
              PassOption("min-chunk-work", int, 1 << 20,
