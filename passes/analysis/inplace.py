@@ -31,8 +31,8 @@ from ..ir_utils import is_tensor, op_key
 from .alias import AliasAnalysis
 from .liveness import Liveness
 
-__all__ = ["RULES", "MAX_BRANCH_DEPTH", "branch_depth", "RESHAPES", "Rejection", "InplaceAnalysis", "size_adaptation", "namer",
-           "format_rejections", "same_region"]
+__all__ = ["RULES", "MAX_BRANCH_DEPTH", "branch_depth", "RESHAPES", "Rejection",
+           "InplaceAnalysis", "size_adaptation", "namer", "format_rejections", "same_region"]
 
 
 #: The safety rules, as named in rejections and statistics, and "depth":
@@ -56,6 +56,8 @@ def branch_depth(op) -> int:
         depth += parent.name in ("scf.if", "scf.index_switch")
         parent = parent.parent
     return depth
+
+
 #: Reshapes a slice may be seen through.
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
