@@ -84,6 +84,54 @@ def test_liveness_dead_after_and_loop():
         assert lv.defined_after(loop.results[0], body_call)
 
 
+def _random_nest(rng, depth: int) -> str:
+    """Ops nested ``depth`` deep in a random mix of scf.for, scf.while-free
+    scf.if and scf.execute_region, each level defining a value."""
+    lines = ["func.func @f(%x: tensor<4xf32>, %c: i1, %n: index) {",
+             "%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index"]
+    closers = []
+    for i in range(depth):
+        lines.append(f"%v{i} = tdf.call @addone(%x) : (tensor<4xf32>) -> tensor<4xf32>")
+        kind = rng.choice(["for", "for", "if", "region"])
+        if kind == "for":
+            lines.append(f"scf.for %i{i} = %c0 to %n step %c1 {{")
+            closers.append("}")
+        elif kind == "if":
+            lines.append("scf.if %c {")
+            closers.append("}")
+        else:
+            lines.append("scf.execute_region {")
+            closers.append("scf.yield\n}")
+    lines.append("%last = tdf.call @addone(%x) : (tensor<4xf32>) -> tensor<4xf32>")
+    lines += reversed(closers)
+    return "\n".join(lines + ["return", "}"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_outer_loop_without_matches_a_walk_up_the_loops(seed):
+    """outer_loop_without (binary lifting over the enclosing loops) gives
+    what walking every enclosing loop gives, for every value and every op
+    of random nests of loops and branches."""
+    import random
+    rng = random.Random(seed)
+    ctx, m = _module(_random_nest(rng, 24))
+    with ctx:
+        f = _func(m, "f")
+        lv = liveness.Liveness(f)
+        values = [r for op in lv.ops for r in op.results] + list(f.regions[0].blocks[0].arguments)
+        for op in lv.ops:
+            for value in values:
+                dpos = lv.def_pos(value)
+                want, loop = None, lv.record(op).loop
+                while loop is not None:
+                    rec = lv.record(loop)
+                    if 2 * rec.pre < dpos <= 2 * rec.end:
+                        break
+                    want, loop = loop, rec.loop
+                got = lv.outer_loop_without(op, value)
+                assert (got is None and want is None) or got == want
+
+
 def test_liveness_negative_later_use_names_user():
     ctx, m = _module("""
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -52,7 +52,7 @@ After ``test-tdf-liveness``::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 
@@ -78,6 +78,11 @@ class _OpInfo:
     cfg_block: list | None  # [first, last, block]: P's block in a multi-block region
     branch: _Branch | None = None  # innermost enclosing region of an scf.if / index_switch
     post: int = 0  # post-order number
+    #: A loop op's own record: the op, and ``loop_up[k]``, the record of its
+    #: ``2**k``-th enclosing loop (binary lifting, as :class:`_Branch`;
+    #: empty for other ops).
+    op: object = None
+    loop_up: list = field(default_factory=list)
 
 
 class _Branch:
@@ -111,6 +116,16 @@ class _Branch:
                 node = node.up[k]
             k -= 1
         return node.up[0] if node.up else None
+
+
+def _lifted(parent: _OpInfo | None) -> list:
+    """``loop_up`` of a loop whose innermost enclosing loop has record
+    ``parent``: its ``2**k``-th enclosing loops."""
+    up: list = []
+    while parent is not None:
+        up.append(parent)
+        parent = parent.loop_up[len(up) - 1] if len(parent.loop_up) >= len(up) else None
+    return up
 
 
 @dataclass(frozen=True)
@@ -183,6 +198,10 @@ class Liveness:
                     end_task: tuple = ("end", record, [])
                     stack.append(end_task)
                     inner_loop = loop if op.name in NON_LOOP_OPS else op
+                    if inner_loop is op:
+                        record.op = op
+                        record.loop_up = _lifted(info[op_key(loop)] if loop is not None
+                                                 else None)
                     end_task[2].extend(push_regions(op, inner_loop, cfg, branch))
             elif kind == "block":
                 _, block, loop, cfg, multi, branch = task
@@ -231,21 +250,27 @@ class Liveness:
         ``op``)."""
         return self.def_pos(value) > 2 * self.info[op_key(op)].pre
 
-    def _contains_def(self, loop, dpos: int) -> bool:
-        record = self.info[op_key(loop)]
-        return 2 * record.pre < dpos <= 2 * record.end
-
     def outer_loop_without(self, op, value):
         """The outermost loop around ``op`` that does not contain ``value``'s
         definition (a later iteration re-executes ``op`` with the same
-        ``value``), or None."""
+        ``value``), or None. O(log depth): the loops around ``op`` that
+        contain the definition are the outer ones (binary lifting over
+        ``loop_up``)."""
         dpos = self.def_pos(value)
-        found = None
         loop = self.info[op_key(op)].loop
-        while loop is not None and not self._contains_def(loop, dpos):
-            found = loop
-            loop = self.info[op_key(loop)].loop
-        return found
+        if loop is None:
+            return None
+        node = self.info[op_key(loop)]
+        if 2 * node.pre < dpos <= 2 * node.end:
+            return None
+        k = len(node.loop_up) - 1
+        while k >= 0:
+            if k < len(node.loop_up):
+                up = node.loop_up[k]
+                if not 2 * up.pre < dpos <= 2 * up.end:
+                    node = up
+            k -= 1
+        return node.op
 
     # -- queries ----------------------------------------------------------
     def use_after(self, user, op, value, loop_out=None):
