@@ -65,7 +65,7 @@ import itertools
 from mlir import ir
 
 from ..vocabulary import PARALLEL_BODY_ATTR
-from .ir_utils import collect_ops, defining_op, sym_name
+from .ir_utils import collect_ops, constant_int, defining_op, sym_name
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["arena_alias_scopes", "slice_location"]
@@ -97,16 +97,6 @@ def _slice_bytes(location: ir.Location) -> int | None:
     return found
 
 
-def _constant(value) -> int | None:
-    op = defining_op(value)
-    if op is None or op.name != "llvm.mlir.constant":
-        return None
-    try:
-        return ir.IntegerAttr(op.attributes["value"]).value
-    except (ValueError, TypeError):
-        return None
-
-
 def _byte_offset(gep) -> int | None:
     """The constant offset of an ``i8`` ``getelementptr`` with one index."""
     if ir.TypeAttr(gep.attributes["elem_type"]).value != ir.IntegerType.get_signless(8):
@@ -116,7 +106,7 @@ def _byte_offset(gep) -> int | None:
         return None
     if raw[0] != _DYNAMIC_INDEX:
         return raw[0]
-    return _constant(gep.operands[1]) if len(gep.operands) == 2 else None
+    return constant_int(gep.operands[1], "llvm.mlir.constant") if len(gep.operands) == 2 else None
 
 
 def _slices(func) -> dict:

@@ -78,14 +78,16 @@ def used_from_outside(ops: list) -> list:
     return list(used)
 
 
-def constant_int(value) -> int | None:
-    """The integer an ``arith.constant`` defines ``value`` as, or None."""
+def constant_int(value, op_name: str = "arith.constant") -> int | None:
+    """The integer an ``op_name`` constant (``arith.constant``, or
+    ``llvm.mlir.constant`` in the LLVM dialect) defines ``value`` as, or
+    None."""
     op = defining_op(value)
-    if op is None or op.name != "arith.constant":
+    if op is None or op.name != op_name:
         return None
     try:
         return ir.IntegerAttr(op.attributes["value"]).value
-    except (ValueError, KeyError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 

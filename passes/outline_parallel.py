@@ -16,8 +16,8 @@ per task on the calling thread and the pool's workers.
 This replaces upstream's ``async-parallel-for`` + async runtime lowering:
 that made each loop a coroutine (LLVM splits each into four functions and
 optimizes them: a two-thread Adam update spent 0.21 s in LLVM, against
-0.06 s on one thread; 0.08 s with this pass), and a call of it costs a coroutine, a token and a
-group per task.
+0.06 s on one thread; 0.08 s with this pass), and a call of it costs a
+coroutine, a token and a group per task.
 
 ``arith.constant`` ops the body uses are copied into it (a constant stays a
 constant to LLVM). Loops with several dimensions or with reductions stay as

@@ -62,6 +62,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
+from ..vocabulary import element_nbytes
 from .analysis.contractions import dim_positions, is_strided
 from .ir_utils import (
     collect_ops,
@@ -143,13 +144,6 @@ def _aliasing_ok(op, maps, outputs: int) -> bool:
     return True
 
 
-def _element_bytes(t) -> int:
-    width = getattr(t, "width", None)
-    if width is None and isinstance(t, ir.ComplexType):
-        width = 2 * getattr(t.element_type, "width", 32)
-    return max(1, (width or 64) // 8)
-
-
 def work(op, maps, sizes) -> int:
     """Estimated work of the linalg ``op`` (static loop ``sizes``): the
     bytes its memref operands span (each the product of the loops its map
@@ -158,7 +152,7 @@ def work(op, maps, sizes) -> int:
     for value, amap in zip(op.operands, maps):
         if isinstance(value.type, ir.MemRefType):
             t = ir.MemRefType(value.type)
-            bytes_ += _element_bytes(t.element_type) * math.prod(
+            bytes_ += (element_nbytes(t.element_type) or 8) * math.prod(
                 sizes[p] for p in set(dim_positions(amap) or []))
     per_iteration = 0
     for region in op.regions:
@@ -167,8 +161,6 @@ def work(op, maps, sizes) -> int:
                 name = inner.name
                 per_iteration += (16 if name in _TRANSCENDENTAL else 4 if name in _SLOW
                                   else 0 if name in _FREE else 1)
-    if not len(op.regions) or not any(len(r.blocks) for r in op.regions):
-        per_iteration = 16 if op.name in {f"linalg.{n[5:]}" for n in _TRANSCENDENTAL} else 1
     return bytes_ + math.prod(sizes) * per_iteration
 
 
