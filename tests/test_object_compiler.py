@@ -221,3 +221,113 @@ llvm.func @_mlir_ciface_main(%x: i64) -> i64 {
         entries, _ = tdf_objects.compile_module(module, 2, entries=["main"])
     assert b"_mlir_helper" in every[0] and b"helper" not in entries[0]
     tdf_objects.link(entries, ["main"], [])
+
+
+SCALAR_STAGES = {
+    "affine": lambda x, y: x * 1.25 + y,
+    "tanh": lambda x, y: jnp.tanh(x) - 0.5 * y,
+    "max": lambda x, y: jnp.maximum(x, y * 0.75),
+    "select": lambda x, y: jnp.where(x > y, x - y, y - x),
+    "divide": lambda x, y: x / (1.0 + y * y),
+    "exp": lambda x, y: jnp.exp(-x * x) + y,
+}
+
+
+def scalar_program(names):
+    """Straight-line code: every op on 0-d values, one function, no loop."""
+    def f(x, y):
+        for name in names:
+            x, y = SCALAR_STAGES[name](x, y), x
+        return x, y
+    return f
+
+
+def build(names, fast, recorded, monkeypatch, *args):
+    monkeypatch.setattr(tdf_objects, "FAST_CODEGEN_INSTRUCTIONS", fast)
+    prog = tdf.jax.jit(scalar_program(names)).lower(*args).compile()
+    return [np.asarray(out) for out in prog.main(*args)], recorded[-1]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(st.sampled_from(sorted(SCALAR_STAGES)), min_size=24, max_size=48),
+       seed=st.integers(0, 2**16))
+def test_straight_line_functions_on_the_fast_selector_agree(names, seed, recorded, monkeypatch):
+    """A loop-free function goes to LLVM's fast instruction selector
+    (objects.FAST_CODEGEN_INSTRUCTIONS, lowered to 16 here: these functions
+    have 30-200 instructions); it computes what the same program
+    code-generated through SelectionDAG computes, and what jax.jit does."""
+    monkeypatch.setenv("TDF_CACHE_DIR", "")
+    rng = np.random.default_rng(seed)
+    args = (np.float32(rng.standard_normal()), np.float32(rng.standard_normal()))
+    fast, stats = build(names, 16, recorded, monkeypatch, *args)
+    assert stats["fast_functions"] >= 1
+    dag, stats = build(names, 0, recorded, monkeypatch, *args)
+    assert stats["fast_functions"] == 0
+    expected = jax.jit(scalar_program(names))(*args)
+    for a, b, ref in zip(fast, dag, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(a, np.asarray(ref), rtol=1e-4, atol=1e-5)
+
+
+def _llvm_function(name: str, loop: bool, ops: int = 80) -> str:
+    """An LLVM-dialect function of ``ops`` dependent multiply-adds, inside a
+    loop of %n trips or straight-line."""
+    body, cur = [], "%x"
+    for i in range(ops):
+        body.append(f"%v{i} = llvm.fmul {cur}, %x : f64")
+        body.append(f"%w{i} = llvm.fadd %v{i}, %c : f64")
+        cur = f"%w{i}"
+    head = "%c = llvm.mlir.constant(0.5 : f64) : f64"
+    if not loop:
+        return (f"llvm.func @{name}(%x: f64, %n: i64) -> f64 attributes {{no_inline}} {{\n{head}\n"
+                + "\n".join(body)
+                + f"\nllvm.return {cur} : f64\n}}\n")
+    return (f"llvm.func @{name}(%x0: f64, %n: i64) -> f64 attributes {{no_inline}} {{\n{head}\n"
+            "%z = llvm.mlir.constant(0 : i64) : i64\n%one = llvm.mlir.constant(1 : i64) : i64\n"
+            "llvm.br ^loop(%z, %x0 : i64, f64)\n"
+            "^loop(%i: i64, %x: f64):\n" + "\n".join(body)
+            + "\n%next = llvm.add %i, %one : i64\n"
+            "%more = llvm.icmp \"slt\" %next, %n : i64\n"
+            f"llvm.cond_br %more, ^loop(%next, {cur} : i64, f64), ^exit({cur} : f64)\n"
+            "^exit(%r: f64):\nllvm.return %r : f64\n}\n")
+
+
+def test_negative_loop_functions_and_unoptimized_builds_keep_their_selector():
+    """Only functions without a loop go to the fast selector (loops are
+    where the code generator's time pays); at opt_level 0 nothing is marked:
+    LLVM's -O0 code generator already selects fast. The marked build runs
+    the same numbers."""
+    import ctypes
+
+    from mlir import ir
+
+    from tdf.context import Context
+    text = ("llvm.func @_mlir_ciface_glue(%x: f64, %n: i64) -> f64 {\n"
+            "%a = llvm.call @straight(%x, %n) : (f64, i64) -> f64\n"
+            "%b = llvm.call @looped(%a, %n) : (f64, i64) -> f64\n"
+            "llvm.return %b : f64\n}\n"
+            + _llvm_function("straight", loop=False) + _llvm_function("looped", loop=True))
+    results = {}
+    with Context():
+        module = ir.Module.parse(text)
+        for level, fast, marked in ((2, 16, 1), (2, 0, 0), (0, 16, 0)):
+            prepared = _tdf.prepare_module(module.operation, 0, 1, ["_mlir_ciface_glue"])
+            objects, stats = _tdf.compile_prepared(prepared, level, fast)
+            assert stats["fast_functions"] == marked, (level, fast)
+            code, (address,) = tdf_objects.link(objects, ["glue"], [])
+            # _mlir__mlir_ciface_glue(void **args): the packed wrapper.
+            x, n, out = ctypes.c_double(0.25), ctypes.c_int64(3), ctypes.c_double()
+            packed = (ctypes.c_void_p * 3)(*(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+                                             for v in (x, n, out)))
+            ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)(packed)
+            results[(level, fast)] = out.value
+            del code
+    expected = 0.25
+    for _ in range(80):
+        expected = expected * 0.25 + 0.5
+    for _ in range(3):
+        x = expected
+        for _ in range(80):
+            expected = expected * x + 0.5
+    assert len(set(results.values())) == 1, results
+    np.testing.assert_allclose(results[(2, 16)], expected, rtol=1e-12)

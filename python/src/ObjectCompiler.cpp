@@ -11,7 +11,7 @@
 // for the level, the code generator at the same level -- split in two:
 // prepareModule (with the MLIR module) and compilePrepared (bitcode only,
 // so it may run on any thread, twice for a tiered compile). Neither holds
-// the GIL. Two additions:
+// the GIL. Three additions:
 //
 //  * Parts. Several LLVM loop passes cost time in proportion to the loops
 //    times the size of the function they are in: IndVarSimplify asks
@@ -22,6 +22,8 @@
 //    is cut into noinline parts of a few loops each (CodeExtractor).
 //  * Partitions. The functions are spread over one module per thread, each
 //    optimized and compiled in an LLVMContext of its own.
+//  * Glue. Optimized functions without a loop go to the fast instruction
+//    selector (fastCodegen).
 //
 //===----------------------------------------------------------------------===//
 
@@ -265,6 +267,35 @@ void optimize(Module &module, TargetMachine &target, unsigned optLevel) {
   pipeline.run(module, modules);
 }
 
+/// Marks the functions of the optimized `module` that have no loop and at
+/// least `minInstructions` instructions `optnone`: the code
+/// generator then selects their instructions with FastISel, one instruction
+/// at a time, instead of building and scheduling a SelectionDAG per basic
+/// block, whose cost grows faster than the block. Such functions are a
+/// program's straight-line glue (descriptors built, runtime and loop
+/// functions called, one large block each); they already went through the
+/// optimisation pipeline, and the time that matters is in the loops. GPT-2
+/// decode: code generation 0.107 -> 0.070 s, run time unchanged (0.52-0.66
+/// ms per call both ways). Returns how many were marked.
+unsigned fastCodegen(Module &module, unsigned minInstructions) {
+  unsigned marked = 0;
+  for (Function &function : module) {
+    if (function.isDeclaration() ||
+        function.hasFnAttribute(Attribute::OptimizeNone) ||
+        function.getInstructionCount() < minInstructions)
+      continue;
+    DominatorTree dominators(function);
+    LoopInfo loops(dominators);
+    if (!loops.empty())
+      continue;
+    function.removeFnAttr(Attribute::AlwaysInline);
+    function.addFnAttr(Attribute::NoInline);
+    function.addFnAttr(Attribute::OptimizeNone);
+    ++marked;
+  }
+  return marked;
+}
+
 /// The module's object code, or an error message.
 bool emitObject(Module &module, TargetMachine &target, std::string &object,
                 std::string &error) {
@@ -290,6 +321,7 @@ struct Partition {
   std::unique_ptr<TargetMachine> target;
   std::string object;
   std::string error;
+  unsigned fast = 0; // functions given to the fast instruction selector
 };
 
 /// The expected cost of compiling `function`: its instructions, those in
@@ -429,6 +461,7 @@ bool prepareModule(MlirOperation moduleOp, unsigned partLoops, unsigned threads,
 }
 
 bool compilePrepared(const PreparedModule &prepared, unsigned optLevel,
+                     unsigned fastInstructions,
                      std::vector<std::string> &objects,
                      ObjectCompileTimes &times, std::string &error) {
   std::vector<Partition> partitions(prepared.bitcode.size());
@@ -456,6 +489,8 @@ bool compilePrepared(const PreparedModule &prepared, unsigned optLevel,
     }
     partition.target = std::move(*target);
     optimize(*partition.module, *partition.target, optLevel);
+    if (optLevel > 0 && fastInstructions > 0)
+      partition.fast = fastCodegen(*partition.module, fastInstructions);
   });
   times.optimize = secondsSince(start);
 
@@ -472,6 +507,7 @@ bool compilePrepared(const PreparedModule &prepared, unsigned optLevel,
       return false;
     }
     objects.push_back(std::move(partition.object));
+    times.fastFunctions += partition.fast;
   }
   return true;
 }

@@ -198,7 +198,8 @@ void registerObjectLoader(nb::module_ &m) {
       "when it cannot.");
   m.def(
       "compile_prepared",
-      [](const tdfpy::PreparedModule &prepared, unsigned optLevel) {
+      [](const tdfpy::PreparedModule &prepared, unsigned optLevel,
+         unsigned fastInstructions) {
         if (optLevel > 3)
           throw nb::value_error("opt_level must be in 0..3");
         std::vector<std::string> objects;
@@ -207,8 +208,8 @@ void registerObjectLoader(nb::module_ &m) {
         bool ok;
         {
           nb::gil_scoped_release release;
-          ok =
-              tdfpy::compilePrepared(prepared, optLevel, objects, times, error);
+          ok = tdfpy::compilePrepared(prepared, optLevel, fastInstructions,
+                                      objects, times, error);
         }
         if (!ok)
           throw std::runtime_error(error);
@@ -221,13 +222,18 @@ void registerObjectLoader(nb::module_ &m) {
         stats["codegen"] = times.codegen;
         stats["parts"] = times.parts;
         stats["partitions"] = times.partitions;
+        stats["fast_functions"] = times.fastFunctions;
         return nb::make_tuple(list, stats);
       },
       nb::arg("prepared"), nb::arg("opt_level"),
+      nb::arg("fast_instructions") = 0,
       "Compiles a prepared module into relocatable objects for the host (what "
       "load_object links), one per partition, each on a thread of its own, "
-      "without the GIL. Returns ([object bytes], {translate, optimize, "
-      "codegen: seconds, parts, partitions}); RuntimeError when it cannot.");
+      "without the GIL; at opt_level > 0, optimized functions without a loop "
+      "of at least `fast_instructions` instructions (0: none) go to the fast "
+      "instruction selector. Returns ([object bytes], {translate, optimize, "
+      "codegen: seconds, parts, partitions, fast_functions}); RuntimeError "
+      "when it cannot.");
   m.def("static_sizes_may_overflow", &tdfpy::staticSizesMayOverflow,
         nb::arg("root"),
         "Whether a type at or under `root` may be a tensor, memref or vector "
