@@ -491,6 +491,40 @@ def test_gemms_in_a_forked_child():
     assert blas.onednn_path()  # the parent still uses oneDNN
 
 
+def test_onednn_kernels_made_on_a_thread_of_their_own():
+    """Loading oneDNN starts the thread that makes its f32 GEMM kernels;
+    a process forked at once (the fork waits for that thread) and the
+    parent's first GEMMs, made while it may still run, give the right
+    results; the thread ran to its end. Fresh process: the library loads
+    there."""
+    if not blas.onednn_path():
+        pytest.skip("oneDNN is not installed")
+    import subprocess
+    import sys
+    script = """
+import os, numpy as np, tdf.blas as blas, tdf.jax
+from tdf import _tdf
+assert blas.available() and blas.onednn_path()
+pid = os.fork()  # while the kernels may still be being made
+if pid == 0:
+    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+    ok = np.allclose(tdf.jax.jit(lambda a: a @ a.T)(x), x @ x.T, rtol=1e-5)
+    os._exit(0 if ok else 3)
+x = np.random.default_rng(0).standard_normal((16, 256)).astype(np.float32)
+w = np.random.default_rng(1).standard_normal((256, 256)).astype(np.float32)
+prog = tdf.jax.jit(lambda a, b: (a @ b, a @ b.T)).lower(x, w).compile()
+got = prog.main(x, w)
+assert np.allclose(got[0], x @ w, rtol=1e-4, atol=1e-4)
+assert np.allclose(got[1], x @ w.T, rtol=1e-4, atol=1e-4)
+assert _tdf.onednn_warmed_up()
+_, status = os.waitpid(pid, 0)
+print("ok" if status == 0 else f"child status {status}")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
 def test_num_threads_option_and_knob():
     x = np.ones((64, 64), np.float32)
     before = blas.num_threads()

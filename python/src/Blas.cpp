@@ -52,7 +52,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -217,6 +219,39 @@ std::atomic<int64_t> matmulPrimitiveCalls{0};
 /// BLAS's own), for the library calls it makes.
 thread_local int callThreads = 0;
 
+/// oneDNN's f32 GEMM generates its JIT kernels -- every transpose and
+/// beta variant at once, about 27 ms here -- on the first `dnnl_sgemm` of a
+/// process. `warmUp` makes that call on a small product on a thread of its
+/// own, started when the library loads (during a compile, before a cache
+/// hit's object is linked), so that the process's first real GEMM finds the
+/// kernels made; a GEMM that comes sooner waits for them inside oneDNN, as
+/// it would have. The thread is joined before a fork (a child must not
+/// inherit a half-made kernel table or its lock) and at exit.
+std::thread *warmUp = nullptr;
+std::mutex warmUpLock;
+/// Whether the warm-up ran to its end, for tests.
+std::atomic<bool> warmUpDone{false};
+
+void joinWarmUp() {
+  std::lock_guard<std::mutex> guard(warmUpLock);
+  if (warmUp && warmUp->joinable())
+    warmUp->join();
+}
+
+void startWarmUp(const OneDnn &lib) {
+  std::lock_guard<std::mutex> guard(warmUpLock);
+  warmUp = new std::thread([sgemm = lib.sgemm, setThreads = lib.setThreads] {
+    // One thread: no OpenMP team of this thread's own (a team keeps the
+    // MXCSR of its first master, and this thread goes away).
+    setThreads(1);
+    constexpr int64_t n = 64;
+    std::vector<float> a(n * n, 1.0f), b(n * n, 1.0f), c(n * n, 0.0f);
+    sgemm('N', 'N', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    warmUpDone.store(true);
+  });
+  std::atexit(joinWarmUp);
+}
+
 /// Loads oneDNN from `path`; an error message, empty on success.
 std::string loadOneDnn(const std::string &path) {
   std::lock_guard<std::mutex> guard(libraryLock);
@@ -266,7 +301,8 @@ std::string loadOneDnn(const std::string &path) {
   // GNU OpenMP does not survive fork(): a child whose parent ran a parallel
   // region hangs in its first one. A forked child runs every GEMM on
   // OpenBLAS (which re-creates its threads after a fork).
-  pthread_atfork(nullptr, nullptr, [] { oneDnnReady.store(false); });
+  pthread_atfork(joinWarmUp, nullptr, [] { oneDnnReady.store(false); });
+  startWarmUp(lib);
   return "";
 }
 
@@ -1053,6 +1089,14 @@ void registerBlas(nb::module_ &m) {
       },
       nb::arg("path"),
       "Loads oneDNN, whose GEMMs f32 and bf16 contractions call.");
+  m.def(
+      "onednn_warmed_up",
+      []() {
+        joinWarmUp();
+        return warmUpDone.load();
+      },
+      "Waits for the thread that makes oneDNN's f32 GEMM kernels when the "
+      "library loads; whether it ran (False when oneDNN is not loaded).");
   m.def(
       "onednn_loaded",
       []() { return oneDnnReady.load() ? oneDnn.path : std::string(); },

@@ -15,7 +15,9 @@ when the ``onednn-cpu-gomp`` package is installed (pinned in
 project's machine it runs f32 GEMMs 1.2-2x and bf16 GEMMs 3-5x as fast as
 OpenBLAS (bf16 through f32) (``benchmarks/gemm.py``). Mat-vecs, f64 and
 strided-batch products stay with OpenBLAS, and without oneDNN everything
-does (bf16 operands converted to f32).
+does (bf16 operands converted to f32). Loading oneDNN starts a thread that
+makes its f32 GEMM kernels (about 25 ms, once per process) before the first
+real GEMM needs them (``docs/Codegen.md``).
 
 Threads: one knob, :func:`set_num_threads` or the environment variable
 ``TDF_NUM_THREADS`` (read when the library is loaded; default: the cores),

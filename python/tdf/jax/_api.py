@@ -334,6 +334,18 @@ def library_convolutions(options: dict) -> bool:
     return bool(_blas.onednn_path())
 
 
+def _load_libraries(options: dict) -> None:
+    """Loads the contraction libraries (:mod:`tdf.blas`) before the first
+    trace, when ``options`` (:func:`tdf.compile`'s) may use them; the compile
+    would load them anyway, after the trace. Loading oneDNN starts the
+    thread that makes its GEMM kernels (``python/src/Blas.cpp``, ``warmUp``),
+    which then overlaps the trace and the compile or cache lookup instead of
+    the first call."""
+    from .. import blas as _blas
+    if options.get("target", "cpu") == "cpu" and options.get("blas") is not False:
+        _blas.available()
+
+
 def _build_module(sig: _Signature, name: str, where=None, library: bool = False):
     from ..context import Context
     ctx = Context()
@@ -552,6 +564,7 @@ class JitFunction:
             with self._lock:
                 entry = self._cache.get(key)
                 if entry is None:
+                    _load_libraries(self.compile_options)
                     name = f"<tdf.jax.jit:{self.__name__}>"
                     where = call_site()
                     sig = self._signature(args, name, where)
