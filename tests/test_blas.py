@@ -268,6 +268,31 @@ def test_batch_summing_over_an_outer_dimension():
 
 
 @pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_small_batch_runs_step_by_step_on_the_calling_thread(dtype, accumulate):
+    """A batch one thread suffices for (a decode step's attention: 2 x
+    4x32 by 32x512, B transposed) runs step by step, not through OpenBLAS's
+    strided-batch entry point, which spreads the steps over its threads
+    whatever the thread count and then waits for them; a batch worth
+    several threads still takes it. Against float64 einsum, inputs
+    unchanged."""
+    kinds = [0, 1, 2, 3]  # batch, M, N, K
+    orders = ([0, 1, 3], [0, 2, 3], [0, 1, 2])
+    for sizes, strided in (([2, 4, 512, 32], False), ([8, 256, 256, 256], True)):
+        rng = np.random.default_rng(21)
+        views = [rng.standard_normal([sizes[d] for d in order]).astype(_DTYPES[dtype])
+                 for order in orders]
+        before = [v.copy() for v in views]
+        calls = _tdf.blas_strided_batches()
+        _call(contraction_flags((dtype,) * 3, kinds, accumulate), views, list(orders), sizes,
+              kinds)
+        expected = _reference(before[:2], list(orders), before[2], accumulate)
+        np.testing.assert_allclose(views[2], expected, rtol=1e-4, atol=1e-3)
+        assert all(np.array_equal(v, b) for v, b in zip(views[:2], before[:2]))
+        assert (_tdf.blas_strided_batches() > calls) == strided, sizes
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
 def test_bf16_result_overlapping_an_input(accumulate):
     """C (f32) shares bytes with the bf16 A: computed from A as it was."""
     rng = np.random.default_rng(4)

@@ -207,6 +207,9 @@ OneDnn oneDnn;
 std::atomic<bool> oneDnnReady{false};
 /// Batches run on oneDNN's threads (runBatchOnThreads), for tests.
 std::atomic<int64_t> threadedBatches{0};
+/// Batches run through OpenBLAS's strided-batch entry point (runBatched),
+/// for tests.
+std::atomic<int64_t> stridedBatches{0};
 /// The flops from which a GEMM runs oneDNN's matmul primitive (2^26):
 /// measured side by side on 2 threads, f32 with B transposed, 128x256x512
 /// 120-150 GFLOP/s against 150-165 for dnnl_sgemm, 128x512x512 168 against
@@ -964,9 +967,17 @@ template <typename T> bool runBatched(const Contraction &op) {
   int64_t lda = leadingDim(a, true, ta), ldb = leadingDim(b, true, tb);
   if (lda < 0 || ldb < 0)
     return false;
+  // A batch one thread suffices for goes step by step (run): OpenBLAS's
+  // batch entry point spreads the steps over its threads whatever the
+  // thread-local count, and on a small batch waiting for them costs more
+  // than the products (a Llama decode step's attention, 2 x 4x32x512:
+  // exec_blas_async_wait was a quarter of the step's time).
+  int threads = callThreadsFor(c.rows, c.cols, a.cols, bd.size, sizeof(T));
+  if (threads == 1)
+    return false;
   T beta = op.accumulate ? T(1) : T(0);
-  BlasThreads threads(
-      callThreadsFor(c.rows, c.cols, a.cols, bd.size, sizeof(T)));
+  BlasThreads guard(threads);
+  stridedBatches.fetch_add(1);
   if (std::is_same<T, float>::value)
     lib.sgemmBatch(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans,
                    blasint(c.rows), blasint(c.cols), blasint(a.cols), 1.0f,
@@ -1109,6 +1120,10 @@ void registerBlas(nb::module_ &m) {
       "blas_matmul_primitive_calls",
       []() { return matmulPrimitiveCalls.load(); },
       "GEMMs run through oneDNN's matmul primitive in this process.");
+  m.def(
+      "blas_strided_batches", []() { return stridedBatches.load(); },
+      "How many batches of GEMMs ran through OpenBLAS's strided-batch entry "
+      "point in this process.");
   m.def(
       "blas_threaded_batches", []() { return threadedBatches.load(); },
       "How many batches of small GEMMs ran on oneDNN's threads (one GEMM "
