@@ -229,7 +229,11 @@ thread_local int callThreads = 0;
 /// hit's object is linked), so that the process's first real GEMM finds the
 /// kernels made; a GEMM that comes sooner waits for them inside oneDNN, as
 /// it would have. The thread is joined before a fork (a child must not
-/// inherit a half-made kernel table or its lock) and at exit.
+/// inherit a half-made kernel table or its lock) and when the interpreter
+/// exits (tdf.blas registers onednn_warmed_up with Python's atexit: the
+/// kernel tables are statics constructed on this thread, so exit() would
+/// destroy them before running a handler registered here, while the thread
+/// may still use them); the C++ atexit handler covers other hosts.
 std::thread *warmUp = nullptr;
 std::mutex warmUpLock;
 /// Whether the warm-up ran to its end, for tests.

@@ -28,6 +28,7 @@ run with the same count.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import os
@@ -97,6 +98,12 @@ def _load_onednn() -> None:
             _tdf.onednn_load(path)
     except RuntimeError as err:
         _STATE["onednn_error"] = str(err)
+        return
+    # The thread that makes oneDNN's GEMM kernels (started by the load) must
+    # end before the interpreter finalizes: the kernel tables are static
+    # objects constructed on that thread, whose destructors exit() runs
+    # before any handler registered earlier (the C++ side's join included).
+    atexit.register(_tdf.onednn_warmed_up)
 
 
 @contextlib.contextmanager
