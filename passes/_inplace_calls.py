@@ -157,7 +157,8 @@ class InplaceRewriter:
     def too_deep(self, op) -> bool:
         """Whether ``op`` is nested in more branches than
         :data:`MAX_BRANCH_DEPTH` (rejected with rule ``depth``)."""
-        depth = branch_depth(op)
+        liveness = self.analysis.liveness
+        depth = liveness.branch_depth(op) if op_key(op) in liveness.info else branch_depth(op)
         if depth <= MAX_BRANCH_DEPTH:
             return False
         self.reject(Rejection("depth", op, op.location, 0, [

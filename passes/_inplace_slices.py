@@ -588,7 +588,7 @@ def _rewrite_insert_slice(insert, chain, producer, plan, analysis, direct: bool)
         alias.union(new.results[0], view)
     if direct and chain:
         insert.operands[0] = new.results[0]
-        alias.note_use(new.results[0], liveness.pre(insert))
+        alias.note_use(new.results[0], insert)
         for reshape in chain:  # chain[0] fed the insert, chain[-1] read the part
             analysis.forget_op(reshape)
             reshape.erase()

@@ -13,7 +13,7 @@ from mlir import ir
 import tdf
 from tdf.passes import insert_inplace, verify_inplace
 from tdf.passes.analysis import alias as alias_mod
-from tdf.passes.analysis import liveness
+from tdf.passes.analysis import inplace, liveness
 
 kv_row_kernel = corpus_package().kv_row_kernel
 
@@ -130,6 +130,7 @@ def test_outer_loop_without_matches_a_walk_up_the_loops(seed):
                     want, loop = loop, rec.loop
                 got = lv.outer_loop_without(op, value)
                 assert (got is None and want is None) or got == want
+            assert lv.branch_depth(op) == inplace.branch_depth(op)
 
 
 def test_liveness_negative_later_use_names_user():

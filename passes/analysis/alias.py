@@ -91,7 +91,7 @@ class _Class:
         self.members = {}  # value -> None (ordered; O(1) forget)
         self.escaped = False
         self.not_owned = None  # (witness value, reason) or None
-        self.max_use = -1  # largest pre-order number of a use of a member
+        self.max_use = -1  # latest read of a member (AliasAnalysis.last_read)
         # For live_max: members with a use, as heaps. ``pending``:
         # (definition position, node, last use), not yet defined at the
         # queries so far; ``active``: (-last use, node), defined before the
@@ -105,8 +105,9 @@ class AliasAnalysis:
     """Union-find may-alias classes over the tensor values of one function.
 
     ``order`` (a :class:`~tdf.passes.analysis.liveness.Liveness`) is optional; when
-    given, each class tracks the largest pre-order number of any use of its
-    members (``max_use``), which makes the common liveness query O(1).
+    given, each class tracks the latest read of any of its members
+    (``max_use``, :meth:`last_read`), which makes the common liveness query
+    O(1).
     """
 
     def __init__(self, func, order=None, defer_inplace: bool = False):
@@ -138,7 +139,7 @@ class AliasAnalysis:
         cls.members[value] = None
         if self.order is not None and value is not _BLACK_HOLE:
             for use in value.uses:
-                pre = self.order.record(use.owner).pre
+                pre = self.last_read(value, use.owner)
                 if pre > cls.max_use:
                     cls.max_use = pre
             if cls.max_use >= 0:
@@ -190,9 +191,25 @@ class AliasAnalysis:
         cls.members.pop(value, None)
         del self._value_of[self._node.pop(value)]
 
-    def note_use(self, value, pre: int) -> None:
-        """``value`` got a new use at the op numbered ``pre`` (a rewrite set
-        an operand): the class bounds take it into account."""
+    def last_read(self, value, user) -> int:
+        """The position up to which the read of ``value`` by ``user`` may
+        happen: ``user``'s pre-order number or, when ``user`` sits in a loop
+        that does not contain ``value``'s definition, the last number of the
+        outermost such loop (every iteration reads the same ``value``, so
+        it is live through the whole loop). An op numbered ``pre`` inside
+        that loop is then never past the read (``pre <=`` the position):
+        classes whose members are read inside loops keep the O(1) bounds."""
+        order = self.order
+        record = order.record(user)
+        if record.loop is None:
+            return record.pre
+        loop = order.outer_loop_without(user, value)
+        return record.pre if loop is None else order.record(loop).end
+
+    def note_use(self, value, user) -> None:
+        """``value`` got a new use by the op ``user`` (a rewrite set an
+        operand): the class bounds take it into account."""
+        pre = self.last_read(value, user.operation)
         node = self.find(value)
         cls = self._class[node]
         cls.max_use = max(cls.max_use, pre)
@@ -227,11 +244,12 @@ class AliasAnalysis:
         return self._class[self.find(value)].not_owned
 
     def max_use(self, value) -> int:
-        """Largest pre-order number of a use of any member of ``value``'s class."""
+        """The latest read (:meth:`last_read`) of any member of ``value``'s
+        class."""
         return self._class[self.find(value)].max_use
 
     def live_max(self, value, pre: int):
-        """An upper bound of the largest pre-order number of a use (recorded
+        """An upper bound of the latest read (:meth:`last_read`, recorded
         when the member joined) of the members of ``value``'s class defined
         before the op numbered ``pre`` (``Liveness.def_pos < 2 * pre``), -1
         when none has a use; None when unknown (a query earlier than one
@@ -253,7 +271,7 @@ class AliasAnalysis:
 
     def live_members(self, value, pre: int):
         """The members (not forgotten) of ``value``'s class defined before the
-        op numbered ``pre`` whose recorded last use is after it, in no
+        op numbered ``pre`` whose recorded latest read is after it, in no
         particular order; None when unknown (see :meth:`live_max`). Costs
         the number of such members (a walk of the heap pruned at ``pre``)."""
         if self.live_max(value, pre) is None:

@@ -49,7 +49,9 @@ MAX_BRANCH_DEPTH = 16
 
 
 def branch_depth(op) -> int:
-    """How many ``scf.if`` / ``scf.index_switch`` ops enclose ``op``."""
+    """How many ``scf.if`` / ``scf.index_switch`` ops enclose ``op``: a
+    walk up its ancestors (``Liveness.branch_depth`` answers in O(1) for the
+    ops it numbered)."""
     depth = 0
     parent = op.operation.parent
     while parent is not None and parent.name != "func.func":
@@ -250,13 +252,16 @@ class InplaceAnalysis:
         sources = []
         if value in alias.assumed:
             sources.append(alias.assumed[value])
-        if record.loop is None and record.cfg_block is None:
-            # Without a loop or a CFG around ``op``, a use after it needs a
-            # member (defined before ``op``: later members hold newer
-            # contents) whose last use is after it. The class bounds
-            # (amortized O(log n) per member over queries in program order)
-            # replace a scan of the whole class for each candidate, which was
-            # quadratic over a chain turned in place; the scan below decides
+        if record.cfg_block is None:
+            # Without a CFG around ``op``, a use after it needs a member
+            # (defined before ``op``: later members hold newer contents)
+            # whose latest read is after it -- a read inside a loop around
+            # ``op`` that does not contain the member's definition counts as
+            # the end of that loop (AliasAnalysis.last_read). The class
+            # bounds (amortized O(log n) per member over queries in program
+            # order) replace a scan of the whole class for each candidate,
+            # which was quadratic over a chain turned in place (and over a
+            # chain through nested loops, one class); the scan below decides
             # (and names the culprit) otherwise.
             if (alias.max_use(value) <= record.pre
                     and all(alias.max_use(s) <= record.pre for s in sources)):

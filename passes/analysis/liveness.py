@@ -90,13 +90,16 @@ class _Branch:
     number inside it (``region_end``), the ``end`` of the op (``op_end``)
     and the enclosing branch region; ``up[k]`` is its ``2**k``-th
     enclosing one (binary lifting: the first enclosing branch whose op
-    contains a given number is found in O(log depth))."""
+    contains a given number is found in O(log depth)); ``depth`` counts it
+    and the enclosing ones (the ``scf.if`` / ``scf.index_switch`` ops
+    around an op whose innermost branch region it is)."""
 
-    __slots__ = ("region_end", "op_end", "up")
+    __slots__ = ("region_end", "op_end", "up", "depth")
 
     def __init__(self, parent: _Branch | None):
         self.region_end = 0
         self.op_end = 0
+        self.depth: int = 1 if parent is None else parent.depth + 1
         up: list[_Branch] = []
         while parent is not None:
             up.append(parent)
@@ -227,6 +230,11 @@ class Liveness:
     def record(self, op) -> _OpInfo:
         """The numbering record of ``op``."""
         return self.info[op_key(op)]
+
+    def branch_depth(self, op) -> int:
+        """How many ``scf.if`` / ``scf.index_switch`` ops enclose ``op``; O(1)."""
+        branch = self.info[op_key(op)].branch
+        return 0 if branch is None else branch.depth
 
     def pre(self, op) -> int:
         """Pre-order number of ``op`` (the function is 0)."""
