@@ -1107,7 +1107,10 @@ void registerBlas(nb::module_ &m) {
   m.def(
       "onednn_warmed_up",
       []() {
-        joinWarmUp();
+        {
+          nb::gil_scoped_release release;
+          joinWarmUp();
+        }
         return warmUpDone.load();
       },
       "Waits for the thread that makes oneDNN's f32 GEMM kernels when the "
