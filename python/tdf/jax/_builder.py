@@ -104,18 +104,35 @@ def _dtype_name(dtype) -> str:
         return str(dtype)
 
 
-def element_type(dtype, where: str = "") -> ir.Type:
-    """The MLIR element type of a numpy/JAX dtype (``TDFError`` if none);
-    unsigned integers are the signless integers of their width."""
+def _type_name(dtype) -> str | None:
+    """The MLIR element type name of ``dtype`` (None if none)."""
     try:
-        name = element_type_name(signless(dtype))
+        return _cached_type_name(dtype)
+    except TypeError:  # not hashable: not a dtype
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_type_name(dtype) -> str | None:
+    try:
+        return element_type_name(signless(dtype))
     except TypeError:
-        name = None
+        return None
+
+
+def _element_type_name(dtype, where: str) -> str:
+    name = _type_name(dtype)
     if name is None:
         raise UnsupportedPrimitiveError(
             f"{where}unsupported dtype {_dtype_name(dtype)} (tdf.jax supports "
             f"float16/bfloat16/float32/float64, int8-int64, uint8-uint64 and bool)")
-    return ir.Type.parse(name)
+    return name
+
+
+def element_type(dtype, where: str = "") -> ir.Type:
+    """The MLIR element type of a numpy/JAX dtype (``TDFError`` if none);
+    unsigned integers are the signless integers of their width."""
+    return ir.Type.parse(_element_type_name(dtype, where))
 
 
 def is_key(dtype) -> bool:
@@ -158,7 +175,7 @@ def check_dtype(dtype, where: str = "") -> None:
                 f"{where}unsupported dtype {dtype} (PRNG implementation {impl}; tdf.jax "
                 f"translates {', '.join(KEY_IMPLS)} keys)")
         return
-    element_type(dtype, where)
+    _element_type_name(dtype, where)  # no MLIR type made: a check per variable
 
 
 def tensor_type(aval, where: str = "") -> ir.RankedTensorType:
