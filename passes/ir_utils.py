@@ -58,24 +58,9 @@ def defining_op(value):
 def used_from_outside(ops: list) -> list:
     """The values ``ops`` and the ops in their regions use but that none of
     them defines, in order of first use (each op's operands before those
-    of the ops nested in it), each once."""
-    inside = set()
-    nests = []
-    for op in ops:
-        nested = collect_ops(op)  # ``op`` itself last
-        nests.append([nested[-1], *nested[:-1]])
-        for inner in nested:
-            inside.update(inner.results)
-            for region in inner.regions:
-                for block in region.blocks:
-                    inside.update(block.arguments)
-    used: dict = {}
-    for nest in nests:
-        for inner in nest:
-            for value in inner.operands:
-                if value not in inside and value not in used:
-                    used[value] = None
-    return list(used)
+    of the ops nested in it, those in post-order), each once. Computed in
+    C++ (``_tdf.used_from_outside``)."""
+    return _tdf.used_from_outside([op.operation for op in ops])
 
 
 def constant_int(value, op_name: str = "arith.constant") -> int | None:
@@ -287,9 +272,6 @@ def clone_remapped(ops: list, mapping: dict) -> list:
         copy = op.clone()
         copies.append(copy)
         mapping.update(zip(op.results, copy.results))
-    for copy in copies:
-        for inner in collect_ops(copy):
-            for position, value in enumerate(inner.operands):
-                if value in mapping:
-                    inner.operands[position] = mapping[value]
+    keys = list(mapping)
+    _tdf.remap_operands([copy.operation for copy in copies], keys, [mapping[k] for k in keys])
     return copies

@@ -10,6 +10,12 @@
 
 #include "mlir/Bindings/Python/Nanobind.h"
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
+#include "mlir/CAPI/IR.h"
+#include "mlir/IR/Operation.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -269,6 +275,68 @@ void registerObjectLoader(nb::module_ &m) {
       nb::arg("root"), nb::arg("names").none(),
       "The ops at or under `root`, in post-order, whose name is one of "
       "`names` (None: every op).");
+  m.def(
+      "used_from_outside",
+      [](const std::vector<MlirOperation> &ops) {
+        // What tdf.passes.ir_utils.used_from_outside computed with a Python
+        // loop over every operand of every nested op (30 ms of
+        // tdf-share-loop-nests on 16 fused loops of a 2,000-op program).
+        llvm::DenseSet<mlir::Value> inside;
+        std::vector<std::vector<mlir::Operation *>> nests;
+        for (MlirOperation handle : ops) {
+          mlir::Operation *root = unwrap(handle);
+          std::vector<mlir::Operation *> nest{root};
+          root->walk([&](mlir::Operation *inner) {
+            if (inner != root)
+              nest.push_back(inner);
+          });
+          for (mlir::Operation *inner : nest) {
+            for (mlir::Value result : inner->getResults())
+              inside.insert(result);
+            for (mlir::Region &region : inner->getRegions())
+              for (mlir::Block &block : region)
+                for (mlir::BlockArgument argument : block.getArguments())
+                  inside.insert(argument);
+          }
+          nests.push_back(std::move(nest));
+        }
+        llvm::SetVector<mlir::Value> used;
+        for (const std::vector<mlir::Operation *> &nest : nests)
+          for (mlir::Operation *inner : nest)
+            for (mlir::Value value : inner->getOperands())
+              if (!inside.contains(value))
+                used.insert(value);
+        std::vector<MlirValue> out;
+        for (mlir::Value value : used)
+          out.push_back(wrap(value));
+        return out;
+      },
+      nb::arg("ops"),
+      "The values `ops` and the ops nested in them use but none of them "
+      "defines, in order of first use (each op's operands before those of "
+      "the ops nested in it, those in post-order), each once.");
+  m.def(
+      "remap_operands",
+      [](const std::vector<MlirOperation> &roots,
+         const std::vector<MlirValue> &from, const std::vector<MlirValue> &to) {
+        if (from.size() != to.size())
+          throw nb::value_error("remap_operands: `old` and `new` differ in "
+                                "length");
+        llvm::DenseMap<mlir::Value, mlir::Value> mapping;
+        for (size_t i = 0; i < from.size(); ++i)
+          mapping[unwrap(from[i])] = unwrap(to[i]);
+        for (MlirOperation handle : roots)
+          unwrap(handle)->walk([&](mlir::Operation *inner) {
+            for (mlir::OpOperand &operand : inner->getOpOperands()) {
+              auto it = mapping.find(operand.get());
+              if (it != mapping.end())
+                operand.set(it->second);
+            }
+          });
+      },
+      nb::arg("roots"), nb::arg("old"), nb::arg("new"),
+      "Every operand of an op at or under one of `roots` that is `old[i]` "
+      "reads `new[i]` instead.");
 }
 
 } // namespace
