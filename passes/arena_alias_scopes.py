@@ -137,14 +137,15 @@ def _root(value):
 
 def _inserted(extract):
     """The value an ``extractvalue`` reads, through the ``insertvalue``
-    chain that built the struct, or None."""
-    position = list(ir.DenseI64ArrayAttr(extract.attributes["position"]))
+    chain that built the struct, or None. (Positions compare as attributes:
+    uniqued, so equal exactly when their indices are.)"""
+    position = extract.attributes["position"]
     struct = extract.operands[0]
     for _ in range(_DEPTH):
         op = defining_op(struct)
         if op is None or op.name != "llvm.insertvalue":
             return None
-        if list(ir.DenseI64ArrayAttr(op.attributes["position"])) == position:
+        if op.attributes["position"] == position:
             return op.operands[1]
         struct = op.operands[0]
     return None
