@@ -230,10 +230,10 @@ thread_local int callThreads = 0;
 /// kernels made; a GEMM that comes sooner waits for them inside oneDNN, as
 /// it would have. The thread is joined before a fork (a child must not
 /// inherit a half-made kernel table or its lock) and when the interpreter
-/// exits (tdf.blas registers onednn_warmed_up with Python's atexit: the
-/// kernel tables are statics constructed on this thread, so exit() would
-/// destroy them before running a handler registered here, while the thread
-/// may still use them); the C++ atexit handler covers other hosts.
+/// exits: tdf.blas registers onednn_warmed_up with Python's atexit. (A C++
+/// atexit handler would come too late: the kernel tables are statics
+/// constructed on this thread, registered after any handler of ours, so
+/// exit() destroys them first, while the thread may still use them.)
 std::thread *warmUp = nullptr;
 std::mutex warmUpLock;
 /// Whether the warm-up ran to its end, for tests.
@@ -256,7 +256,6 @@ void startWarmUp(const OneDnn &lib) {
     sgemm('N', 'N', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     warmUpDone.store(true);
   });
-  std::atexit(joinWarmUp);
 }
 
 /// Loads oneDNN from `path`; an error message, empty on success.

@@ -102,7 +102,7 @@ def _load_onednn() -> None:
     # The thread that makes oneDNN's GEMM kernels (started by the load) must
     # end before the interpreter finalizes: the kernel tables are static
     # objects constructed on that thread, whose destructors exit() runs
-    # before any handler registered earlier (the C++ side's join included).
+    # before any C-level handler registered earlier.
     atexit.register(_tdf.onednn_warmed_up)
 
 
