@@ -104,16 +104,9 @@ def _dtype_name(dtype) -> str:
         return str(dtype)
 
 
+@functools.lru_cache(maxsize=256)
 def _type_name(dtype) -> str | None:
     """The MLIR element type name of ``dtype`` (None if none)."""
-    try:
-        return _cached_type_name(dtype)
-    except TypeError:  # not hashable: not a dtype
-        return None
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_type_name(dtype) -> str | None:
     try:
         return element_type_name(signless(dtype))
     except TypeError:
@@ -121,7 +114,10 @@ def _cached_type_name(dtype) -> str | None:
 
 
 def _element_type_name(dtype, where: str) -> str:
-    name = _type_name(dtype)
+    try:
+        name = _type_name(dtype)
+    except TypeError:  # not hashable: not a dtype
+        name = None
     if name is None:
         raise UnsupportedPrimitiveError(
             f"{where}unsupported dtype {_dtype_name(dtype)} (tdf.jax supports "
