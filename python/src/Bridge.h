@@ -132,7 +132,9 @@ struct PreparedModule {
 
 /// Seconds spent in each step of compilePrepared.
 struct ObjectCompileTimes {
-  double translate = 0;       // prepareModule's time
+  double translate = 0; // prepareModule's time
+  // Each partition is optimized then code-generated on its own thread; the
+  // two times are those of the partition that finished last (the wall time).
   double optimize = 0;        // LLVM's default pipeline for the level
   double codegen = 0;         // the host's code generator
   unsigned parts = 0;         // functions cut out of large ones
