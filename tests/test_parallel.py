@@ -170,6 +170,33 @@ def test_programs_freed_right_after_their_calls():
     assert not failures
 
 
+def test_back_to_back_calls_return_with_their_tasks_done():
+    """Short parallel calls back to back from three threads: a caller that
+    spins for the workers' last tasks returns (its job leaving its stack)
+    while a worker may still hold the pool's lock; every result is the
+    whole one, and the job of one call never takes another's tasks."""
+    fn = lambda a: jnp.sum(a * a)  # noqa: E731
+    xs = [np.random.default_rng(20 + i).standard_normal(4 * N).astype(np.float32)
+          for i in range(3)]
+    prog = tdf.jax.jit(fn).lower(xs[0]).compile(num_threads=2)
+    assert _parallel(prog)
+    want = [np.float32(np.asarray(jax.jit(fn)(x))) for x in xs]
+    failures = []
+
+    def work(i):
+        for _ in range(300):
+            got = np.float32(np.asarray(prog.main(xs[i])))
+            if not np.isclose(got, want[i], rtol=1e-5):
+                failures.append((i, got, want[i]))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+
+
 @pytest.mark.parametrize("threads", [3, 8])
 def test_more_chunks_than_cores(threads):
     """Chunks beyond the cores queue on the pool; every one runs once."""
