@@ -112,6 +112,16 @@ def TDFFuseElementwise : Pass<"tdf-fuse-elementwise"> {
     turn it back into a `linalg.generic` that fusion then grows, and it
     would no longer reach the BLAS; the reshape stays a view.
 
+    First of all, an element-wise `linalg.generic` over a `tensor.concat`
+    (the concatenation's only use; one init its body never reads; every
+    loop parallel; every operand a statically shaped tensor indexed by the
+    identity map) runs on each part: `f(concat(a, b))` becomes
+    `concat(f(a), f(b))`, the op's other inputs sliced to each part. Each
+    part's loop then fuses with the part's producer and writes its slice of
+    the result, instead of the parts being copied into the result and the
+    whole result read and written again (`jnp.log(jnp.concatenate(...))` of
+    4 x 1M floats: 6.6 -> 3.6 ms on one thread). At most 64 parts.
+
     Before (`--tdf-fuse-elementwise="max-body-ops=2"`, two chained
     `linalg.generic` ops of two body ops each):
 

@@ -134,3 +134,125 @@ func.func @negative_generic_contraction_fused(%x: tensor<4x2x2x8xf32>, %w: tenso
   } -> tensor<4x10xf32>
   return %r : tensor<4x10xf32>
 }
+
+// -----
+
+// An element-wise op over a concatenation (its only use) runs on each part:
+// log(concat(x, x + 1)) is concat(log(x), log(x + 1)), the second part fused
+// with its producer; the other input %y is sliced to each part.
+// CHECK-LABEL: func.func @over_concat
+// CHECK-SAME: (%[[X:.*]]: tensor<16xf32>, %[[YARG:.*]]: tensor<32xf32>)
+// CHECK: %[[Y0:.*]] = tensor.extract_slice %[[YARG]][0] [16] [1]
+// CHECK: %[[P0:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[Y0]] : tensor<16xf32>, tensor<16xf32>)
+// CHECK-NOT: arith.addf
+// CHECK: math.log
+// CHECK: %[[Y1:.*]] = tensor.extract_slice %[[YARG]][16] [16] [1]
+// CHECK: %[[P1:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[Y1]] : tensor<16xf32>, tensor<16xf32>)
+// CHECK: arith.addf
+// CHECK: math.log
+// CHECK: %[[C:.*]] = tensor.concat dim(0) %[[P0]], %[[P1]] : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+// CHECK: return %[[C]]
+#map = affine_map<(d0) -> (d0)>
+func.func @over_concat(%x: tensor<16xf32>, %y: tensor<32xf32>) -> tensor<32xf32> {
+  %cst = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<16xf32>
+  %x1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%x : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %cst : f32
+    linalg.yield %v : f32
+  } -> tensor<16xf32>
+  %c = tensor.concat dim(0) %x, %x1 : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+  %e2 = tensor.empty() : tensor<32xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%c, %y : tensor<32xf32>, tensor<32xf32>) outs(%e2 : tensor<32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %l = math.log %a : f32
+    %m = arith.mulf %l, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<32xf32>
+  return %r : tensor<32xf32>
+}
+
+// -----
+
+// Along dimension 1 of a 2-D concatenation: each part keeps its shape.
+// CHECK-LABEL: func.func @over_concat_dim1
+// CHECK: %[[P0:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4x3xf32>) outs(%{{.*}} : tensor<4x3xf32>)
+// CHECK: math.exp
+// CHECK: %[[P1:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4x5xf32>) outs(%{{.*}} : tensor<4x5xf32>)
+// CHECK: math.exp
+// CHECK: tensor.concat dim(1) %[[P0]], %[[P1]] : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+#map2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @over_concat_dim1(%a: tensor<4x3xf32>, %b: tensor<4x5xf32>) -> tensor<4x8xf32> {
+  %c = tensor.concat dim(1) %a, %b : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel"]}
+      ins(%c : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %x = math.exp %v : f32
+    linalg.yield %x : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// negative_concat_used_twice: the concatenation is also returned; the op
+// stays on the whole concatenation.
+// CHECK-LABEL: func.func @negative_concat_used_twice
+// CHECK: %[[C:.*]] = tensor.concat dim(0)
+// CHECK: linalg.generic {{.*}} ins(%[[C]] : tensor<32xf32>)
+// CHECK-NOT: tensor.concat
+#map = affine_map<(d0) -> (d0)>
+func.func @negative_concat_used_twice(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<32xf32>, tensor<32xf32>) {
+  %c = tensor.concat dim(0) %x, %y : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+  %e = tensor.empty() : tensor<32xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%c : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.exp %a : f32
+    linalg.yield %v : f32
+  } -> tensor<32xf32>
+  return %r, %c : tensor<32xf32>, tensor<32xf32>
+}
+
+// -----
+
+// negative_reads_init: the body reads its init (an accumulation into %acc):
+// the op stays whole.
+// CHECK-LABEL: func.func @negative_reads_init
+// CHECK: %[[C:.*]] = tensor.concat dim(0)
+// CHECK: linalg.generic {{.*}} ins(%[[C]] : tensor<32xf32>)
+#map = affine_map<(d0) -> (d0)>
+func.func @negative_reads_init(%x: tensor<16xf32>, %y: tensor<16xf32>, %acc: tensor<32xf32>) -> tensor<32xf32> {
+  %c = tensor.concat dim(0) %x, %y : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%c : tensor<32xf32>) outs(%acc : tensor<32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<32xf32>
+  return %r : tensor<32xf32>
+}
+
+// -----
+
+// negative_broadcast: another input is broadcast (not the identity map): the
+// op stays whole.
+// CHECK-LABEL: func.func @negative_broadcast
+// CHECK: %[[C:.*]] = tensor.concat dim(1)
+// CHECK: linalg.generic {{.*}} ins(%[[C]], %{{.*}} : tensor<2x8xf32>, tensor<8xf32>)
+#map2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func @negative_broadcast(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>, %s: tensor<8xf32>) -> tensor<2x8xf32> {
+  %c = tensor.concat dim(1) %a, %b : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %e = tensor.empty() : tensor<2x8xf32>
+  %r = linalg.generic {indexing_maps = [#map2, #row, #map2], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %s : tensor<2x8xf32>, tensor<8xf32>) outs(%e : tensor<2x8xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %x = arith.mulf %v, %w : f32
+    linalg.yield %x : f32
+  } -> tensor<2x8xf32>
+  return %r : tensor<2x8xf32>
+}

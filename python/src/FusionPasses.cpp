@@ -19,6 +19,9 @@
 // linear in B); in rounds it clones N * log2(B). The driver then finds
 // what the rounds left (pairs over the bound in one round that fit
 // differently) and does the rest: reshapes, canonicalization, constants.
+// First of all, element-wise ops over a concatenation run on each part
+// (`distributeOverConcats`): the rounds then fuse each part's loop with the
+// part's producer.
 // A `linalg.contract` (what `tdf-specialize-contractions` makes of a BLAS
 // contraction) takes part in no fusion and no reshape folding: folded, a
 // reshape turns it back into a `linalg.generic` that the next fusion then
@@ -65,6 +68,102 @@ bool keptWhole(Operation *op) { return op && isa<linalg::ContractOp>(op); }
 bool touchesKept(OpOperand *fused) {
   return keptWhole(fused->getOwner()) ||
          keptWhole(fused->get().getDefiningOp());
+}
+
+/// The parts of at most this many are distributed (each part clones the
+/// consumer's body).
+constexpr size_t kMaxConcatParts = 64;
+
+/// The concatenation an element-wise `op` may be distributed over (see
+/// `distributeOverConcats`), or null: `op` is a `linalg.generic` with one
+/// init whose block argument its body never reads, every loop parallel,
+/// every operand a statically shaped tensor indexed by the identity map,
+/// and one of its inputs the only use of a `tensor.concat` of at most
+/// `kMaxConcatParts` parts.
+tensor::ConcatOp concatToDistribute(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumResults() != 1 ||
+      op.getNumLoops() == 0 || op.getNumParallelLoops() != op.getNumLoops() ||
+      !op.hasPureTensorSemantics())
+    return nullptr;
+  if (!op.getMatchingBlockArgument(op.getDpsInitOperand(0)).use_empty())
+    return nullptr;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type || !type.hasStaticShape() ||
+        !op.getMatchingIndexingMap(&operand).isIdentity())
+      return nullptr;
+  }
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto concat = input->get().getDefiningOp<tensor::ConcatOp>();
+    if (concat && concat->hasOneUse() &&
+        concat.getInputs().size() <= kMaxConcatParts &&
+        concat.getResultType().hasStaticShape())
+      return concat;
+  }
+  return nullptr;
+}
+
+/// `f(concat(a, b, ...))` becomes `concat(f(a), f(b), ...)` for every
+/// element-wise `f` that `concatToDistribute` accepts, the other inputs of
+/// `f` sliced to each part: a concatenation followed by an element-wise
+/// op (`jnp.log(jnp.concatenate(...))`) is then one loop per part, each
+/// writing its slice of the result (and fused with the part's producer),
+/// instead of the parts copied into the result and the whole result read
+/// and written again. The result is the same element for element. Returns
+/// how many ops were distributed.
+unsigned distributeOverConcats(Operation *root) {
+  SmallVector<linalg::GenericOp> candidates;
+  root->walk([&](linalg::GenericOp op) { candidates.push_back(op); });
+  IRRewriter rewriter(root->getContext());
+  unsigned distributed = 0;
+  for (linalg::GenericOp op : candidates) {
+    tensor::ConcatOp concat = concatToDistribute(op);
+    if (!concat)
+      continue;
+    int64_t dim = static_cast<int64_t>(concat.getDim());
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    rewriter.setInsertionPoint(op);
+    SmallVector<Value> parts;
+    int64_t offset = 0;
+    for (Value part : concat.getInputs()) {
+      auto partType = cast<RankedTensorType>(part.getType());
+      ArrayRef<int64_t> shape = partType.getShape();
+      SmallVector<Value> inputs;
+      for (OpOperand *input : op.getDpsInputOperands()) {
+        if (input->get() == concat.getResult()) {
+          inputs.push_back(part);
+          continue;
+        }
+        auto type = cast<RankedTensorType>(input->get().getType());
+        SmallVector<OpFoldResult> offsets(type.getRank(),
+                                          rewriter.getIndexAttr(0));
+        offsets[dim] = rewriter.getIndexAttr(offset);
+        SmallVector<OpFoldResult> sizes, strides;
+        for (int64_t size : shape) {
+          sizes.push_back(rewriter.getIndexAttr(size));
+          strides.push_back(rewriter.getIndexAttr(1));
+        }
+        inputs.push_back(tensor::ExtractSliceOp::create(
+            rewriter, loc, input->get(), offsets, sizes, strides));
+      }
+      Value init = tensor::EmptyOp::create(rewriter, loc, shape,
+                                           resultType.getElementType());
+      auto clone = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{init.getType()}, inputs, ValueRange{init},
+          op.getIndexingMapsArray(), op.getIteratorTypesArray());
+      rewriter.cloneRegionBefore(op.getRegion(), clone.getRegion(),
+                                 clone.getRegion().begin());
+      clone->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+      parts.push_back(clone->getResult(0));
+      offset += shape[dim];
+    }
+    Value joined = tensor::ConcatOp::create(rewriter, loc, dim, parts);
+    rewriter.replaceOp(op, joined);
+    rewriter.eraseOp(concat);
+    ++distributed;
+  }
+  return distributed;
 }
 
 /// Element-wise producer/consumer fusion in rounds (see the file comment):
@@ -130,6 +229,7 @@ struct FuseElementwisePass
       Operation *producer = fused->get().getDefiningOp();
       return producer && producer->hasOneUse() && !touchesKept(fused);
     };
+    distributeOverConcats(getOperation());
     fuseInRounds(getOperation(), fuse);
     RewritePatternSet patterns(context);
     linalg::populateElementwiseOpsFusionPatterns(patterns, fuse);
