@@ -53,6 +53,7 @@ from . import (  # noqa: F401
     stack_small_buffers,
     strided_copies_to_loops,
     unown_opaque_results,
+    unroll_innermost_loops,
     vectorize_contractions,
     verify_inplace,
     widen_i1_memrefs,

@@ -186,6 +186,7 @@ LOWER_TO_LLVM = [
     "lower-affine",
     "tdf-widen-i1-memrefs",
     "convert-vector-to-scf",
+    "tdf-unroll-innermost-loops",  # LLVM's full unroller copied whole nests
     "tdf-split-scf-blocks",  # convert-scf-to-cf is quadratic in scf ops per block without it
     "convert-scf-to-cf",
     "expand-strided-metadata",
