@@ -224,12 +224,17 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     before ``convert-linalg-to-loops``, ``tdf-launch-parallel`` last;
     ``threads`` must then be at least 2).
     ``share_loop_nests`` gives identical linalg ops one function each
-    (``tdf-share-loop-nests``, last before ``convert-linalg-to-loops``)."""
+    (``tdf-share-loop-nests``, last before ``convert-linalg-to-loops``).
+    ``canonicalize`` runs last, on the LLVM dialect: it folds the memref
+    descriptors' ``insertvalue`` / ``extractvalue`` glue (a Llama decode
+    step's module: 434 -> 242 KB of text, LLVM 176 -> 126 ms) after
+    ``tdf-arena-alias-scopes`` has followed it and tagged the accesses."""
     passes = list(LOWER_TO_LLVM)
     if parallel:
         at = passes.index("convert-linalg-to-loops")
         passes[at:at] = [f"tdf-parallelize{{threads={threads}}}", "tdf-outline-parallel"]
         passes.append("tdf-launch-parallel")
+    passes.append("canonicalize")
     if share_loop_nests:
         at = passes.index("convert-linalg-to-loops")
         passes[at:at] = ["tdf-share-loop-nests"]

@@ -331,3 +331,74 @@ def test_negative_loop_functions_and_unoptimized_builds_keep_their_selector():
             expected = expected * x + 0.5
     assert len(set(results.values())) == 1, results
     np.testing.assert_allclose(results[(2, 16)], expected, rtol=1e-12)
+
+
+def _glue_then_loop(name: str, glue_ops: int, loop_ops: int) -> str:
+    """An LLVM-dialect function: ``glue_ops`` straight-line multiply-adds,
+    then a loop of ``%n`` trips of ``loop_ops`` more."""
+    body, cur = [], "%x"
+    for i in range(glue_ops):
+        body.append(f"%g{i} = llvm.fmul {cur}, %x : f64")
+        body.append(f"%h{i} = llvm.fadd %g{i}, %c : f64")
+        cur = f"%h{i}"
+    inner, acc = [], "%y"
+    for i in range(loop_ops):
+        inner.append(f"%l{i} = llvm.fmul {acc}, %c : f64")
+        inner.append(f"%m{i} = llvm.fadd %l{i}, %x : f64")
+        acc = f"%m{i}"
+    return (f"llvm.func @{name}(%x: f64, %n: i64) -> f64 attributes {{no_inline}} {{\n"
+            "%c = llvm.mlir.constant(0.5 : f64) : f64\n"
+            "%z = llvm.mlir.constant(0 : i64) : i64\n%one = llvm.mlir.constant(1 : i64) : i64\n"
+            + "\n".join(body) + f"\nllvm.br ^loop(%z, {cur} : i64, f64)\n"
+            "^loop(%i: i64, %y: f64):\n" + "\n".join(inner)
+            + "\n%next = llvm.add %i, %one : i64\n"
+            "%more = llvm.icmp \"slt\" %next, %n : i64\n"
+            f"llvm.cond_br %more, ^loop(%next, {acc} : i64, f64), ^exit({acc} : f64)\n"
+            "^exit(%r: f64):\nllvm.return %r : f64\n}\n")
+
+
+def test_loops_of_glue_heavy_functions_get_functions_of_their_own():
+    """A function of much straight-line code and one small loop gives the
+    loop to a function of its own (a part), and then goes to the fast
+    selector; a function whose loop is most of it (negative_) keeps its
+    loop. Every build computes the same number."""
+    import ctypes
+
+    from mlir import ir
+
+    from tdf.context import Context
+    text = ("llvm.func @_mlir_ciface_glue(%x: f64, %n: i64) -> f64 {\n"
+            "%a = llvm.call @heavy(%x, %n) : (f64, i64) -> f64\n"
+            "%b = llvm.call @looped(%a, %n) : (f64, i64) -> f64\n"
+            "llvm.return %b : f64\n}\n"
+            + _glue_then_loop("heavy", glue_ops=200, loop_ops=4)
+            + _glue_then_loop("looped", glue_ops=4, loop_ops=200))
+    results = {}
+    with Context():
+        module = ir.Module.parse(text)
+        for glue, parts, fast in ((256, 1, 1), (0, 0, 0), (1000, 0, 0)):
+            prepared = _tdf.prepare_module(module.operation, 0, 1, ["_mlir_ciface_glue"], glue)
+            assert prepared.parts == parts, glue
+            objects, stats = _tdf.compile_prepared(prepared, 2, 64)
+            assert stats["fast_functions"] == fast, glue
+            code, (address,) = tdf_objects.link(objects, ["glue"], [])
+            x, n, out = ctypes.c_double(0.25), ctypes.c_int64(3), ctypes.c_double()
+            packed = (ctypes.c_void_p * 3)(*(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+                                             for v in (x, n, out)))
+            ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)(packed)
+            results[glue] = out.value
+            del code
+    x = 0.25
+    y = x
+    for _ in range(200):
+        y = y * x + 0.5
+    for _ in range(3 * 4):
+        y = y * 0.5 + x
+    x2 = y
+    y = x2
+    for _ in range(4):
+        y = y * x2 + 0.5
+    for _ in range(3 * 200):
+        y = y * 0.5 + x2
+    assert len(set(results.values())) == 1, results
+    np.testing.assert_allclose(results[0], y, rtol=1e-12)

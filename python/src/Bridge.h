@@ -146,10 +146,14 @@ struct ObjectCompileTimes {
 /// module `module` translated to LLVM IR for the host, the functions not
 /// named in `exported` (when given) made internal, with a packed wrapper
 /// `_mlir_<f>(void **)` per external function, functions of many loops cut
-/// into parts of about `partLoops` loops (0: never), and the functions
-/// spread over up to `threads` partitions. Call without the GIL; nothing
-/// else may use the module's context meanwhile. Returns false with `error`.
-bool prepareModule(MlirOperation module, unsigned partLoops, unsigned threads,
+/// into parts of about `partLoops` loops (0: never), the outermost loops of
+/// functions with at least `glueInstructions` instructions outside loops,
+/// more than inside, each made a function of its own (0: never), and the
+/// functions spread over up to `threads` partitions. Call without the GIL;
+/// nothing else may use the module's context meanwhile. Returns false with
+/// `error`.
+bool prepareModule(MlirOperation module, unsigned partLoops,
+                   unsigned glueInstructions, unsigned threads,
                    const std::optional<std::vector<std::string>> &exported,
                    PreparedModule &prepared, std::string &error);
 

@@ -229,6 +229,48 @@ unsigned outlineParts(Function &function, unsigned partLoops) {
   return made;
 }
 
+/// A function of much straight-line glue (at least `glueInstructions`
+/// instructions outside loops, more than those in loops: a
+/// program's entry function, descriptors built and kernels called, with a
+/// few loop nests of its own) gives each of its outermost loops to a
+/// private `noinline` function (LLVM's CodeExtractor, as `loop-extract`
+/// does). The function is then loop-free, and `fastCodegen` sends it to the
+/// fast instruction selector: the SelectionDAG of its large blocks was most
+/// of the code generation time of a GPT-2 prefill. Returns the number of
+/// loops taken out.
+unsigned outlineLoops(Function &function, size_t glueInstructions) {
+  DominatorTree dominators(function);
+  LoopInfo loops(dominators);
+  if (loops.empty())
+    return 0;
+  size_t inLoops = 0, total = 0;
+  for (BasicBlock &block : function) {
+    total += block.size();
+    if (loops.getLoopFor(&block))
+      inLoops += block.size();
+  }
+  size_t glue = total - inLoops;
+  if (glue < glueInstructions || glue <= inLoops)
+    return 0;
+  std::vector<std::vector<BasicBlock *>> regions;
+  for (Loop *loop : loops)
+    regions.emplace_back(loop->getBlocks().begin(), loop->getBlocks().end());
+  CodeExtractorAnalysisCache cache(function);
+  unsigned made = 0;
+  for (std::vector<BasicBlock *> &region : regions) {
+    CodeExtractor extractor(region, &dominators, /*AggregateArgs=*/false,
+                            nullptr, nullptr, nullptr, false, false, nullptr,
+                            "loop");
+    if (!extractor.isEligible())
+      continue;
+    if (Function *part = extractor.extractCodeRegion(cache)) {
+      part->addFnAttr(Attribute::NoInline);
+      ++made;
+    }
+  }
+  return made;
+}
+
 /// The host's target machine with code generation at `level`.
 Expected<std::unique_ptr<TargetMachine>> hostMachine(unsigned level) {
   Expected<orc::JITTargetMachineBuilder> builder =
@@ -412,7 +454,8 @@ void forEachPartition(std::vector<Partition> &partitions, Step step) {
 
 } // namespace
 
-bool prepareModule(MlirOperation moduleOp, unsigned partLoops, unsigned threads,
+bool prepareModule(MlirOperation moduleOp, unsigned partLoops,
+                   unsigned glueInstructions, unsigned threads,
                    const std::optional<std::vector<std::string>> &exported,
                    PreparedModule &prepared, std::string &error) {
   static const bool targetsReady = [] {
@@ -442,13 +485,22 @@ bool prepareModule(MlirOperation moduleOp, unsigned partLoops, unsigned threads,
   module->setDataLayout((*machine)->createDataLayout());
   module->setTargetTriple((*machine)->getTargetTriple());
   prepared.parts = 0;
-  if (partLoops > 0) {
-    std::vector<Function *> functions;
+  std::vector<Function *> functions;
+  for (Function &function : *module)
+    if (!function.isDeclaration())
+      functions.push_back(&function);
+  if (partLoops > 0)
+    for (Function *function : functions)
+      prepared.parts += outlineParts(*function, partLoops);
+  if (glueInstructions > 0) {
+    // The loops of the glue-heavy functions, the parts just made among them
+    // (each is glue around up to `partLoops` loop nests).
+    functions.clear();
     for (Function &function : *module)
       if (!function.isDeclaration())
         functions.push_back(&function);
     for (Function *function : functions)
-      prepared.parts += outlineParts(*function, partLoops);
+      prepared.parts += outlineLoops(*function, glueInstructions);
   }
   internalize(*module, exported);
   addPackedWrappers(*module);

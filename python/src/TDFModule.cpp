@@ -182,26 +182,30 @@ void registerObjectLoader(nb::module_ &m) {
   m.def(
       "prepare_module",
       [](MlirOperation module, unsigned partLoops, unsigned threads,
-         std::optional<std::vector<std::string>> exported) {
+         std::optional<std::vector<std::string>> exported,
+         unsigned glueInstructions) {
         auto prepared = std::make_unique<tdfpy::PreparedModule>();
         std::string error;
         bool ok;
         {
           nb::gil_scoped_release release;
-          ok = tdfpy::prepareModule(module, partLoops, threads, exported,
-                                    *prepared, error);
+          ok = tdfpy::prepareModule(module, partLoops, glueInstructions,
+                                    threads, exported, *prepared, error);
         }
         if (!ok)
           throw std::runtime_error(error);
         return prepared.release();
       },
       nb::arg("module"), nb::arg("part_loops"), nb::arg("threads"),
-      nb::arg("exported") = nb::none(), nb::rv_policy::take_ownership,
+      nb::arg("exported") = nb::none(), nb::arg("glue_instructions") = 0,
+      nb::rv_policy::take_ownership,
       "Translates an LLVM-dialect module for the host, without the GIL: "
       "the functions not named in `exported` (when given) made internal, "
       "functions of many loops cut into parts of about `part_loops` loops, "
-      "the functions spread over up to `threads` partitions. RuntimeError "
-      "when it cannot.");
+      "the outermost loops of functions with at least `glue_instructions` "
+      "instructions outside loops, more than inside, made functions of "
+      "their own (0: never), the functions spread over up to `threads` "
+      "partitions. RuntimeError when it cannot.");
   m.def(
       "compile_prepared",
       [](const tdfpy::PreparedModule &prepared, unsigned optLevel,
