@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from .. import _tdf
 from ..vocabulary import DONATE_ATTR, static_nbytes
 from .ir_utils import ancestor_in, arg_dicts, defining_op, function_bodies, op_key
 from .registry import PassContext, register_pass
@@ -102,14 +103,11 @@ class _Block:
             self.pos[op_key(self.ops[i])] = i
 
 
-def _user_positions(value, blk: _Block, skip) -> list[int]:
-    found = []
-    for use in value.uses:
-        owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        top = blk.top(owner)
-        if top is not None and op_key(top) != op_key(skip):
-            found.append(blk.index(top))
-    return found
+def _last_user_position(value, blk: _Block, skip) -> int | None:
+    """The position of the last op of the block that uses ``value`` (or
+    holds a use), ``skip`` not counted; None when there is none."""
+    last = _tdf.last_user_in_block(value, blk.block, skip.operation)
+    return None if last is None else blk.index(last)
 
 
 def _target(op, blk: _Block, donated) -> tuple[int, list] | None:
@@ -137,14 +135,20 @@ def _target(op, blk: _Block, donated) -> tuple[int, list] | None:
             if top is None:
                 return None
             after = max(after, blk.index(top))
-        others = _user_positions(operand, blk, op)
-        if others and max(others) > here:
+        if after >= here - 1 - len(carried):
+            # No room to move: ``after`` and ``carried`` only grow from here
+            # (the test below), so the users of the other operands need no
+            # look (most ops read what the op just before them made).
+            return None
+        last = _last_user_position(operand, blk, op)
+        if last is not None and last > here:
             continue  # not its last use
         size = _nbytes(operand)
         owned = definer is not None or operand in donated
         if owned and size:
             killed = max(killed, size)
-        after = max([after] + others)
+        if last is not None:
+            after = max(after, last)
     if killed < max(result_bytes, 1) or after >= here - 1 - len(carried):
         return None
     after = max(after, _captured_after(op, blk))

@@ -320,6 +320,29 @@ void registerObjectLoader(nb::module_ &m) {
       "defines, in order of first use (each op's operands before those of "
       "the ops nested in it, those in post-order), each once.");
   m.def(
+      "last_user_in_block",
+      [](MlirValue value, MlirBlock block,
+         MlirOperation skip) -> std::optional<MlirOperation> {
+        // tdf-schedule-for-memory asked this of every operand of every
+        // candidate op with a Python loop over the value's uses.
+        mlir::Block *owner = unwrap(block);
+        mlir::Operation *skipped = unwrap(skip);
+        mlir::Operation *last = nullptr;
+        for (mlir::OpOperand &use : unwrap(value).getUses()) {
+          mlir::Operation *top = owner->findAncestorOpInBlock(*use.getOwner());
+          if (!top || top == skipped)
+            continue;
+          if (!last || last->isBeforeInBlock(top))
+            last = top;
+        }
+        if (!last)
+          return std::nullopt;
+        return wrap(last);
+      },
+      nb::arg("value"), nb::arg("block"), nb::arg("skip"),
+      "The last op of `block` (in block order) that is, or holds, a user of "
+      "`value`, `skip` not counted; None when there is none.");
+  m.def(
       "remap_operands",
       [](const std::vector<MlirOperation> &roots,
          const std::vector<MlirValue> &from, const std::vector<MlirValue> &to) {
