@@ -151,6 +151,29 @@ void addPackedWrappers(Module &module) {
   }
 }
 
+/// Moves each of `regions` (blocks of `function`, single-entry) into a
+/// private `noinline` function named after `suffix` (LLVM's CodeExtractor;
+/// the values a region uses from before become parameters). Returns how
+/// many moved.
+unsigned extractRegions(Function &function,
+                        std::vector<std::vector<BasicBlock *>> &regions,
+                        DominatorTree &dominators, const std::string &suffix) {
+  CodeExtractorAnalysisCache cache(function);
+  unsigned made = 0;
+  for (std::vector<BasicBlock *> &region : regions) {
+    CodeExtractor extractor(region, &dominators, /*AggregateArgs=*/false,
+                            nullptr, nullptr, nullptr, false, false, nullptr,
+                            suffix);
+    if (!extractor.isEligible())
+      continue;
+    if (Function *part = extractor.extractCodeRegion(cache)) {
+      part->addFnAttr(Attribute::NoInline);
+      ++made;
+    }
+  }
+  return made;
+}
+
 /// Cuts `function` into parts of about `partLoops` loops each: the blocks
 /// between two consecutive cut points -- blocks outside every loop that
 /// dominate the return -- move into a private `noinline` function
@@ -213,20 +236,7 @@ unsigned outlineParts(Function &function, unsigned partLoops) {
         region.push_back(&block);
     blocks.push_back(std::move(region));
   }
-  CodeExtractorAnalysisCache cache(function);
-  unsigned made = 0;
-  for (std::vector<BasicBlock *> &region : blocks) {
-    CodeExtractor extractor(region, &dominators, /*AggregateArgs=*/false,
-                            nullptr, nullptr, nullptr, false, false, nullptr,
-                            "part");
-    if (!extractor.isEligible())
-      continue;
-    if (Function *part = extractor.extractCodeRegion(cache)) {
-      part->addFnAttr(Attribute::NoInline);
-      ++made;
-    }
-  }
-  return made;
+  return extractRegions(function, blocks, dominators, "part");
 }
 
 /// A function of much straight-line glue (at least `glueInstructions`
@@ -255,20 +265,7 @@ unsigned outlineLoops(Function &function, size_t glueInstructions) {
   std::vector<std::vector<BasicBlock *>> regions;
   for (Loop *loop : loops)
     regions.emplace_back(loop->getBlocks().begin(), loop->getBlocks().end());
-  CodeExtractorAnalysisCache cache(function);
-  unsigned made = 0;
-  for (std::vector<BasicBlock *> &region : regions) {
-    CodeExtractor extractor(region, &dominators, /*AggregateArgs=*/false,
-                            nullptr, nullptr, nullptr, false, false, nullptr,
-                            "loop");
-    if (!extractor.isEligible())
-      continue;
-    if (Function *part = extractor.extractCodeRegion(cache)) {
-      part->addFnAttr(Attribute::NoInline);
-      ++made;
-    }
-  }
-  return made;
+  return extractRegions(function, regions, dominators, "loop");
 }
 
 /// The host's target machine with code generation at `level`.
