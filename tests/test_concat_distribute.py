@@ -89,3 +89,23 @@ def test_integer_parts():
     a = np.arange(12, dtype=np.int32).reshape(3, 4)
     b = np.arange(6, dtype=np.int32).reshape(3, 2)
     np.testing.assert_array_equal(tdf.jax.jit(fn)(a, b), jax.jit(fn)(a, b))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_positions_read_after_the_concatenation(axis):
+    """Ops that read positions in the concatenated result (an iota, a mask
+    of indices) give the same as jax.jit: a part's loop counts from 0, so
+    an op reading its loop index stays on the whole concatenation."""
+    def fn(a, b):
+        c = jnp.concatenate([jnp.tanh(a), b * 2.0], axis=axis)
+        idx = jax.lax.broadcasted_iota(jnp.float32, c.shape, axis)
+        return jnp.where(idx < 3, c, c + idx)
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5) if axis == 0 else (4, 3)).astype(np.float32)
+    b = b if axis == 1 else rng.standard_normal((2, 5)).astype(np.float32)
+    want = jax.jit(fn)(a, b)
+    np.testing.assert_allclose(tdf.jax.jit(fn)(a, b), want, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(tdf.jax.jit(fn, inplace=False)(a, b), want, rtol=2e-6,
+                               atol=1e-6)

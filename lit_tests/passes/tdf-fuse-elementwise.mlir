@@ -256,3 +256,27 @@ func.func @negative_broadcast(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>, %s: tens
   } -> tensor<2x8xf32>
   return %r : tensor<2x8xf32>
 }
+
+// -----
+
+// negative_index: the body reads its loop index (an iota added to the
+// concatenation): each part's loop would count from 0, so the op stays whole.
+// CHECK-LABEL: func.func @negative_index
+// CHECK: %[[C:.*]] = tensor.concat dim(0)
+// CHECK: linalg.generic {{.*}} ins(%[[C]] : tensor<32xf32>)
+// CHECK: linalg.index 0
+#map = affine_map<(d0) -> (d0)>
+func.func @negative_index(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<32xf32> {
+  %c = tensor.concat dim(0) %x, %y : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+  %e = tensor.empty() : tensor<32xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+      ins(%c : tensor<32xf32>) outs(%e : tensor<32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %n = arith.index_cast %i : index to i32
+    %f = arith.sitofp %n : i32 to f32
+    %v = arith.addf %a, %f : f32
+    linalg.yield %v : f32
+  } -> tensor<32xf32>
+  return %r : tensor<32xf32>
+}

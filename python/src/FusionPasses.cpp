@@ -76,13 +76,15 @@ constexpr size_t kMaxConcatParts = 64;
 
 /// The concatenation an element-wise `op` may be distributed over (see
 /// `distributeOverConcats`), or null: `op` is a `linalg.generic` with one
-/// init whose block argument its body never reads, every loop parallel,
+/// init whose block argument its body never reads, no `linalg.index` in its
+/// body (a part's loop counts from 0), every loop parallel,
 /// every operand a statically shaped tensor indexed by the identity map,
 /// and one of its inputs the only use of a `tensor.concat` of at most
 /// `kMaxConcatParts` parts.
 tensor::ConcatOp concatToDistribute(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op.getNumResults() != 1 ||
-      op.getNumLoops() == 0 || op.getNumParallelLoops() != op.getNumLoops() ||
+      op.getNumLoops() == 0 || op.hasIndexSemantics() ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
       !op.hasPureTensorSemantics())
     return nullptr;
   if (!op.getMatchingBlockArgument(op.getDpsInitOperand(0)).use_empty())
