@@ -15,7 +15,7 @@ nests after vectorizing their innermost loop. A row ``max`` over 2 x 4 x 512
 floats (Llama decode's softmax, ``maximumf``, whose vector form is a
 sequence of compares and blends) became 23 KB of machine code, every copy
 of the vector loop run once per unrolled outer iteration, and alone took
-108 ms of LLVM time (15 ms with this annotation) for a loop nest that runs
+108 ms of LLVM time (25 ms with this annotation) for a loop nest that runs
 in microseconds. Measured in ``benchmarks/README.md`` (*LLVM unrolls
 innermost loops only*). Statistic ``annotated``.
 """

@@ -22,8 +22,9 @@
 //    is cut into noinline parts of a few loops each (CodeExtractor).
 //  * Partitions. The functions are spread over one module per thread, each
 //    optimized and compiled in an LLVMContext of its own.
-//  * Glue. Optimized functions without a loop go to the fast instruction
-//    selector (fastCodegen).
+//  * Glue. A function of much straight-line code gives its loops to
+//    functions of their own (outlineLoops); optimized functions without a
+//    loop go to the fast instruction selector (fastCodegen).
 //
 //===----------------------------------------------------------------------===//
 
@@ -482,23 +483,22 @@ bool prepareModule(MlirOperation moduleOp, unsigned partLoops,
   module->setDataLayout((*machine)->createDataLayout());
   module->setTargetTriple((*machine)->getTargetTriple());
   prepared.parts = 0;
-  std::vector<Function *> functions;
-  for (Function &function : *module)
-    if (!function.isDeclaration())
-      functions.push_back(&function);
-  if (partLoops > 0)
-    for (Function *function : functions)
-      prepared.parts += outlineParts(*function, partLoops);
-  if (glueInstructions > 0) {
-    // The loops of the glue-heavy functions, the parts just made among them
-    // (each is glue around up to `partLoops` loop nests).
-    functions.clear();
+  // The defined functions now (the outlining below adds some).
+  auto defined = [&] {
+    std::vector<Function *> functions;
     for (Function &function : *module)
       if (!function.isDeclaration())
         functions.push_back(&function);
-    for (Function *function : functions)
+    return functions;
+  };
+  if (partLoops > 0)
+    for (Function *function : defined())
+      prepared.parts += outlineParts(*function, partLoops);
+  // Then the loops of the glue-heavy functions, the parts just made among
+  // them (each is glue around up to `partLoops` loop nests).
+  if (glueInstructions > 0)
+    for (Function *function : defined())
       prepared.parts += outlineLoops(*function, glueInstructions);
-  }
   internalize(*module, exported);
   addPackedWrappers(*module);
   if (verifyModule(*module, nullptr)) {

@@ -66,9 +66,10 @@ def prepare(module, threads: int = 1, timer: CompileTimer | None = None,
             entries: list[str] | None = None):
     """Step 1: the LLVM-dialect ``module`` translated for the host, parts
     cut (:data:`PART_LOOPS`), the loops of glue-heavy functions made
-    functions of their own (:data:`LOOP_GLUE_INSTRUCTIONS`), its functions spread over up to ``threads`` partitions of about
-    equal expected cost (loop instructions weigh 16 times more; a module
-    under 2,000 of that measure stays one); a ``tdf._tdf.PreparedModule``
+    functions of their own (:data:`LOOP_GLUE_INSTRUCTIONS`), its functions
+    spread over up to ``threads`` partitions of about equal expected cost
+    (loop instructions weigh 16 times more; a module under 2,000 of that
+    measure stays one); a ``tdf._tdf.PreparedModule``
     that no MLIR context backs, so :func:`compile_prepared` may run on any
     thread. With ``entries``, only their C interfaces (``_mlir_ciface_<f>``,
     what :func:`link` looks up) stay visible: every other function becomes
