@@ -433,8 +433,10 @@ class DonationPlanner:
             insert = tensor.InsertOp(scalar, arg, [])
             created.insert(0, insert.operation)
         ret.operands[result] = insert.result
-        done.undo.append(("operand", ret, result, value))
+        # Undone in reverse: the return reads its old value again before the
+        # created ops, which it reads now, are erased.
         done.undo.append(("erase", created))
+        done.undo.append(("operand", ret, result, value))
 
 
 def _undo(applied: _Applied) -> None:

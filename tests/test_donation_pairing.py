@@ -98,6 +98,20 @@ def test_rank0_counter_updated_in_place(dtype):
     assert pair.inplace and pair.type.startswith("tensor<")
 
 
+def test_rank0_counter_carried_through_a_while_loop():
+    """A donated counter and state carried by ``lax.while_loop``: storing the
+    counter back into its argument is tried and undone (One-Shot does not
+    find it equivalent); the undo used to erase the store while the return
+    still read it, which aborted the process."""
+    def loop(n, x):
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5 + 1.0), (n, x))
+
+    n = np.array(0, np.int32)
+    x = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
+    for donate in ((0, 1), (0,), ()):
+        _run(loop, (n, x), donate, rtol=1e-6, atol=1e-6)
+
+
 def test_rank0_counter_among_other_leaves_and_read_by_them():
     """The incremented counter is also read by the other results (bias
     correction) and the old counter by nothing after: all in place."""
