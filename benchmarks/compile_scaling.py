@@ -28,6 +28,16 @@ Workloads (one generated function of about N ops each):
     element-wise ``linalg.add`` with a ``tensor.empty`` init, an ``scf.if``
     with calls in both branches and a small ``scf.for`` with a call in its
     body.
+``named_chain_donated``
+    N chained calls of a ``tdf.elementwise`` kernel whose body is the named
+    op ``linalg.exp``, on a donated argument.
+``nested_if`` / ``nested_for`` / ``nested_while``
+    ``scf.if`` / ``scf.for`` / ``scf.while`` (one trip) nested N/3 (N/5)
+    deep, a kernel call at each level on the previous level's value. Sizes
+    nested deeper than ``tdf.limits.MAX_NESTING_DEPTH`` (2,048) are refused
+    by tdf before parsing and not run.
+``many_functions``
+    N/4 small public functions of three calls each.
 
 Every build's result is checked at the smallest size against the same
 program compiled with ``inplace=False``. Growth exponent: least-squares slope
@@ -68,10 +78,12 @@ sys.path.insert(0, HERE)
 import harness as H  # noqa: E402
 import programs as P  # noqa: E402
 
+from tdf import limits  # noqa: E402
+
 SIZES = {"full": [1000, 2000, 5000, 10000, 20000], "quick": [1000, 2000, 4000],
          "tiny": [60, 180]}
 WORKLOADS = ["call_inplace_chain", "ew_chain", "mix", "named_chain_donated", "nested_if",
-             "nested_for", "many_functions"]
+             "nested_for", "nested_while", "many_functions"]
 BUDGET_S = {"full": 90.0, "quick": 60.0, "tiny": 30.0}  # one build slower than this: stop growing
 GOAL_EXPONENT = 1.15
 GOAL_10K_S = 10.0
@@ -234,27 +246,43 @@ def named_chain_donated(n_ops: int) -> str:
             + "\n".join(lines).replace("@ex(", "@scale(") + f"\n  return {cur} : {t}\n}}\n")
 
 
-def _nested(n_ops: int, loop: bool) -> str:
-    """About ``n_ops`` ops: ``scf.if`` (or ``scf.for``) nested n_ops/3 deep,
-    each level calling on the previous level's value."""
+def _nested(n_ops: int, kind: str) -> str:
+    """About ``n_ops`` ops: ``scf.if``, ``scf.for`` or ``scf.while`` (one
+    trip) nested about n_ops/3 deep (n_ops/5 for ``scf.while``, whose levels
+    hold more ops), each level calling on the previous level's value."""
     t = _t()
-    depth = max(2, n_ops // 3)
+    depth = max(2, n_ops // (5 if kind == "while" else 3))
     out = []
     cur = "%x"
     for i in range(depth):
         out.append(f"%a{i} = tdf.call @scale({cur}) : ({t}) -> {t}")
-        if loop:
+        if kind == "for":
             out.append(f"%r{i} = scf.for %i{i} = %c0 to %c1 step %c1 iter_args(%it{i} = %a{i}) "
                        f"-> ({t}) {{")
             cur = f"%it{i}"
+        elif kind == "while":
+            out.append(f"%r{i}:2 = scf.while (%n{i} = %c0, %v{i} = %a{i}) : (index, {t}) -> "
+                       f"(index, {t}) {{\n%go{i} = arith.cmpi slt, %n{i}, %c1 : index\n"
+                       f"scf.condition(%go{i}) %n{i}, %v{i} : index, {t}\n}} do {{\n"
+                       f"^bb0(%m{i}: index, %u{i}: {t}):\n"
+                       f"%k{i} = arith.addi %m{i}, %c1 : index")
+            cur = f"%u{i}"
         else:
             out.append(f"%r{i} = scf.if %c -> ({t}) {{")
             cur = f"%a{i}"
     out.append(f"%z = tdf.call @shift({cur}) : ({t}) -> {t}")
-    out.append(f"scf.yield %z : {t}")
+    last = "%z"
     for i in reversed(range(depth)):
-        out.append("}" if loop else f"}} else {{\nscf.yield %a{i} : {t}\n}}")
-        out.append(f"scf.yield %r{i} : {t}" if i else f"return %r{i} : {t}")
+        if kind == "for":
+            out.append(f"scf.yield {last} : {t}\n}}")
+            last = f"%r{i}"
+        elif kind == "while":
+            out.append(f"scf.yield %k{i}, {last} : index, {t}\n}}")
+            last = f"%r{i}#1"
+        else:
+            out.append(f"scf.yield {last} : {t}\n}} else {{\nscf.yield %a{i} : {t}\n}}")
+            last = f"%r{i}"
+    out.append(f"return {last} : {t}")
     return (_map_kernel("scale", "mulf", "1.000100e+00") + _map_kernel("shift", "addf", "5.000000e-01")
             + f"func.func @main(%x: {t}, %c: i1) -> {t} {{\n"
             + "%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n"
@@ -262,11 +290,15 @@ def _nested(n_ops: int, loop: bool) -> str:
 
 
 def nested_if(n_ops: int) -> str:
-    return _nested(n_ops, loop=False)
+    return _nested(n_ops, "if")
 
 
 def nested_for(n_ops: int) -> str:
-    return _nested(n_ops, loop=True)
+    return _nested(n_ops, "for")
+
+
+def nested_while(n_ops: int) -> str:
+    return _nested(n_ops, "while")
 
 
 def many_functions(n_ops: int) -> str:
@@ -286,7 +318,8 @@ def many_functions(n_ops: int) -> str:
 
 GENERATORS = {"call_inplace_chain": call_inplace_chain, "ew_chain": ew_chain, "mix": mix,
               "named_chain_donated": named_chain_donated, "nested_if": nested_if,
-              "nested_for": nested_for, "many_functions": many_functions}
+              "nested_for": nested_for, "nested_while": nested_while,
+              "many_functions": many_functions}
 
 
 def _args(name):
@@ -294,7 +327,7 @@ def _args(name):
     x = rng.standard_normal(W).astype(np.float32)
     if name == "mix":
         return (x, rng.standard_normal(W).astype(np.float32), True)
-    if name in ("nested_if", "nested_for"):
+    if name in ("nested_if", "nested_for", "nested_while"):
         return (x, True)
     return (x,)
 
@@ -362,6 +395,11 @@ def run(mode: str, only: list[str]) -> dict:
                 skipped.append(n)
                 continue
             text = gen(n)
+            if limits.nesting_violation(text) is not None:
+                # Deeper than tdf.limits.MAX_NESTING_DEPTH (MLIR's parser
+                # would overflow the stack): tdf refuses it before parsing.
+                skipped.append(n)
+                continue
             path = os.path.join(tmp, f"{name}_{n}.mlir")
             with open(path, "w") as fh:
                 fh.write(text)
@@ -415,7 +453,8 @@ def to_markdown(res: dict) -> str:
                    f"{_fmt_r(e['tdf_opt_net'])} |")
         if wl.get("skipped_sizes"):
             out.append("")
-            out.append(f"Not run (the previous size took over {BUDGET_S[res['mode']]:.0f} s): "
+            out.append(f"Not run (the previous size took over {BUDGET_S[res['mode']]:.0f} s, "
+                       f"or nested deeper than tdf's limit of {limits.MAX_NESTING_DEPTH}): "
                        f"{', '.join(str(n) for n in wl['skipped_sizes'])} requested ops.")
         out.append("")
     return "\n".join(out)

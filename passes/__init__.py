@@ -39,6 +39,7 @@ from . import (  # noqa: F401
     inline_kernels,
     insert_inplace,
     launch_parallel,
+    outline_deep_nests,
     outline_parallel,
     parallelize,
     pipelines,

@@ -38,7 +38,9 @@ below and by bufferization, costs about the fourth power of the depth:
 calls in place through ``scf.if`` nested 50 / 100 deep compiled in 1.1 / 26
 s through ``tdf-lower-to-cpu``; with the bound 0.27 / 0.84 s, and 400 deep
 12.6 s (quadratic, as One-Shot is on the same program with no call in place:
-1.8 s at 400).
+1.8 s at 400). In the CPU pipeline ``tdf-outline-deep-nests`` runs first and
+leaves no function nested more than 16 deep, so the bound applies only when
+this pass runs without it.
 
 The dead rule treats ``%s = extract_slice %d[R]`` written in place as no read
 of ``%d`` when ``%d``'s only other use is a later ``insert_slice ... into

@@ -260,9 +260,13 @@ STRICT_CHECK = "tdf-verify-inplace{strict=true donations=true}"
 
 def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
                   fuse_kernels: bool = True, blas: bool = False,
-                  split_reductions: bool = True, schedule: bool = True) -> list[str]:
+                  split_reductions: bool = True, schedule: bool = True,
+                  nest_depth: int = 16) -> list[str]:
     """The first stage of the CPU pipeline: ``tdf-check-sizes`` (before
     anything that could abort on an overflowing shape),
+    ``tdf-outline-deep-nests{depth=nest_depth}`` (no function nests control
+    flow more than ``nest_depth`` deep: One-Shot Bufferize's analysis, and
+    even the verifier, grow with the square of the depth; 0: no limit),
     ``tdf-scalarize-loop-carried``, then
     (``fuse_kernels``) :data:`FUSE_KERNELS`, with
     ``tdf-specialize-contractions`` before the fusion when ``blas`` (so
@@ -272,6 +276,8 @@ def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
     ``tdf-insert-inplace`` unless ``inplace`` is off or
     ``copy_before_write`` is on."""
     passes = ["tdf-check-sizes",  # before tdf-insert-inplace too
+              # first: even verifying a deep nest is quadratic in its depth
+              f"tdf-outline-deep-nests{{depth={nest_depth}}}",
               "tdf-scalarize-loop-carried"]
     if fuse_kernels:
         passes += FUSE_KERNELS
@@ -313,6 +319,9 @@ CPU_OPTIONS = [
                "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
     PassOption("share-loop-nests", bool, True,
                "Identical linalg ops compiled once, as calls of one function (tdf-share-loop-nests)"),
+    PassOption("nest-depth", int, 16,
+               "Control flow nested deeper than this moves into functions of its own "
+               "(tdf-outline-deep-nests; 0: no limit)"),
     PassOption("fuse-kernels", bool, True,
                "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
                "tdf-fuse-elementwise)"),
@@ -342,7 +351,8 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     copy_before_write = values["copy-before-write"]
     stages = [("inplace", inplace_stage(values["inplace"], copy_before_write,
                                         values["fuse-kernels"], values["blas"],
-                                        values["split-reductions"], values["plan-memory"]))]
+                                        values["split-reductions"], values["plan-memory"],
+                                        values["nest-depth"]))]
     if values["strict"]:
         stages.append(("strict", [STRICT_CHECK]))
     # tdf-check-sizes ran first in the inplace stage.
@@ -363,8 +373,9 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     options=CPU_OPTIONS,
 )
 def lower_to_cpu_pipeline(options: dict) -> str:
-    """[``tdf-check-sizes``, ``tdf-inline-kernels``,
-    ``tdf-fuse-elementwise``, ``tdf-insert-inplace``] →
+    """[``tdf-check-sizes``, ``tdf-outline-deep-nests``,
+    ``tdf-inline-kernels``, ``tdf-fuse-elementwise``,
+    ``tdf-insert-inplace``] →
     [``tdf-verify-inplace{strict}``] → ``tdf-bufferize`` → linalg to loops
     (matmuls tiled and vectorized, math approximated) →
     affine/scf/cf/vector/memref/arith/math/index/func → LLVM →
@@ -395,6 +406,8 @@ def lower_to_cpu_pipeline(options: dict) -> str:
     tree (``tdf-split-reductions``);
     ``share-loop-nests`` (default true): identical linalg ops become calls
     of one function each, compiled once (``tdf-share-loop-nests``);
+    ``nest-depth`` (default 16): control flow nested deeper moves into
+    private functions (``tdf-outline-deep-nests``; 0: no limit);
     ``bounds-checks``, ``alloc-checks`` (default false): the run-time checks
     ``tdf.compile`` inserts (``tdf-bounds-checks`` before bufferizing,
     ``tdf-alloc-checks`` before the LLVM lowering); their failures call

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..vocabulary import OUTLINED_ATTR
 from ._pair_donations import explain_pair
 from .analysis.donation import donation_pairs, one_shot_equivalences, pairs_problem, returns_of
 from .analysis.inplace import InplaceAnalysis, namer
@@ -149,7 +150,8 @@ def pair_misses(module_op, one_shot: OneShotAnalysis | None = None) -> tuple[lis
     analysis decides, ``one_shot`` when given; tdf's rules say why), ``op``
     being the op that computes the result (or the ``func.return``). Also
     the number of pairs checked: ``(misses, checked)``."""
-    candidates = [(f, donation_pairs(f)) for f in function_bodies(module_op)]
+    candidates = [(f, donation_pairs(f)) for f in function_bodies(module_op)
+                  if OUTLINED_ATTR not in f.attributes]
     candidates = [(f, pairs) for f, pairs in candidates if any(a >= 0 for a in pairs)]
     if not candidates:
         return [], 0

@@ -181,7 +181,7 @@ def test_whole_compile_scaling_script(tmp_path):
         data = json.load(fh)
     assert data["mode"] == "tiny" and _num(data["tdf_opt_startup_s"]["median"])
     assert set(data["workloads"]) == {"call_inplace_chain", "ew_chain", "mix", "named_chain_donated",
-                                      "nested_if", "nested_for", "many_functions"}
+                                      "nested_if", "nested_for", "nested_while", "many_functions"}
     for name, wl in data["workloads"].items():
         assert wl["check"] == "ok", name
         assert len(wl["points"]) + len(wl["skipped_sizes"]) == len(data["sizes"]), name

@@ -180,25 +180,32 @@ _SCALE_KERNEL = """func.func private @k(%in: memref<4xf32>, %out: memref<4xf32>)
 """
 
 
-def test_calls_nested_deeper_than_16_branches_stay_out_of_place():
+def test_calls_nested_deeper_than_16_branches_stay_out_of_place(monkeypatch):
     """In-place calls through nested scf.if are one alias set for One-Shot,
     whose analysis grew with the fourth power of the depth (100 levels:
-    26 s); past MAX_BRANCH_DEPTH levels the calls stay out of place. 60
-    levels: the top 16 calls below the first run in place, and the program
-    computes what its inplace=False build computes on both branches."""
+    26 s). tdf-outline-deep-nests moves every 16 levels into a function of
+    its own, so all 60 calls run in place; with it off (nest-depth=0) the
+    depth rule leaves the calls past MAX_BRANCH_DEPTH levels out of place.
+    Both compute what the inplace=False build computes on both branches."""
+    from tdf.passes import pipelines
     from tdf.passes.analysis.inplace import MAX_BRANCH_DEPTH
     n = 60
     text = _nested_ifs(n).replace("func.func private @k(memref<4xf32>, memref<4xf32>)\n",
                                   _SCALE_KERNEL)
-    prog = tdf.compile(text)
-    assert prog.report().calls_made_inplace == MAX_BRANCH_DEPTH
+    outlined = tdf.compile(text)
+    assert outlined.report().calls_made_inplace == n
+    real = pipelines.inplace_stage
+    monkeypatch.setattr(pipelines, "inplace_stage", lambda *a: real(*a[:6], nest_depth=0))
+    whole = tdf.compile(text)
+    assert whole.report().calls_made_inplace == MAX_BRANCH_DEPTH
     baseline = tdf.compile(text, inplace=False)
     x = np.arange(4, dtype=np.float32) + 1
-    for c in (True, False):
-        x0 = x.copy()
-        np.testing.assert_array_equal(prog.main(x, c), baseline.main(x.copy(), c))
-        assert np.array_equal(x, x0)
-    np.testing.assert_allclose(prog.main(x, True), x * np.float32(1.5) ** (n + 1), rtol=1e-5)
+    for prog in (outlined, whole):
+        for c in (True, False):
+            x0 = x.copy()
+            np.testing.assert_array_equal(prog.main(x, c), baseline.main(x.copy(), c))
+            assert np.array_equal(x, x0)
+        np.testing.assert_allclose(prog.main(x, True), x * np.float32(1.5) ** (n + 1), rtol=1e-5)
 
 
 def _generic_chain(n: int) -> str:

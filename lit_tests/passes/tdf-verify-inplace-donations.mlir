@@ -61,3 +61,23 @@ func.func @negative_pairs_count(%a: tensor<4xf32> {tdf.donate}) -> tensor<4xf32>
     attributes {tdf.donation_pairs = array<i64: 0, -1>} {
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// A function tdf-outline-deep-nests made (tdf.outlined): its donated
+// parameters let it update them in place, but carry no pairing contract, so
+// a result computed elsewhere is no miss (the same body in @negative_read_after
+// is one).
+// OFF-LABEL: func.func private @outlined_no_contract(
+func.func @caller(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %r:2 = func.call @outlined_no_contract(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %r#0, %r#1 : tensor<4xf32>, tensor<4xf32>
+}
+func.func private @outlined_no_contract(%x: tensor<4xf32> {tdf.donate}) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {tdf.outlined} {
+  %e = tensor.empty() : tensor<4xf32>
+  %n = linalg.add ins(%x, %x : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4xf32>
+  %o = linalg.mul ins(%n, %x : tensor<4xf32>, tensor<4xf32>) outs(%e2 : tensor<4xf32>) -> tensor<4xf32>
+  return %n, %o : tensor<4xf32>, tensor<4xf32>
+}

@@ -110,3 +110,30 @@ func.func @forall_call_inplace(%rows: tensor<8x4xf32> {tdf.donate}, %other: tens
   }
   return %r : tensor<8x4xf32>
 }
+
+// func.call of a function with a body: each result joins the classes of the
+// arguments the callee may return (its own analysis), a fresh result starts
+// a class, and the operands stay apart.
+func.func private @first_and_fresh(%t: tensor<4xf32>, %u: tensor<4xf32>) -> (tensor<2xf32>, tensor<4xf32>) {
+  %s = tensor.extract_slice %t[0] [2] [1] : tensor<4xf32> to tensor<2xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.add ins(%t, %u : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %s, %f : tensor<2xf32>, tensor<4xf32>
+}
+// CHECK-LABEL: func.func @call_defined(
+// CHECK-SAME: tdf.arg_alias_class = array<i64: 0, 1>
+// CHECK: call @first_and_fresh({{.*}}) {tdf.alias_class = array<i64: 0, 2>}
+func.func @call_defined(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<2xf32>, tensor<4xf32>) {
+  %r:2 = func.call @first_and_fresh(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<2xf32>, tensor<4xf32>)
+  return %r#0, %r#1 : tensor<2xf32>, tensor<4xf32>
+}
+
+// A declaration says nothing: its results and operands are one class.
+func.func private @declared(tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-LABEL: func.func @call_declared(
+// CHECK-SAME: tdf.arg_alias_class = array<i64: 0, 0>
+// CHECK: call @declared({{.*}}) {tdf.alias_class = array<i64: 0>}
+func.func @call_declared(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %r = func.call @declared(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

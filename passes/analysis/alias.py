@@ -10,6 +10,12 @@ bufferization. The rules:
   every linalg op's result aliases its init;
 * ``tdf.call_inplace`` result *i* aliases operand ``inplace[i]``; ``tdf.call``
   results are fresh;
+* ``func.call`` of a function with a body in the module: result *j* aliases
+  operand *i* when the callee's own analysis puts its returned value *j* in
+  argument *i*'s class, and is a constant or of unknown origin when that
+  class is; an operand the callee lets escape escapes. The callee's calls
+  are judged as unknown ops (one level deep: linear, and no recursion). A
+  call of a declaration is an unknown op;
 * ``scf.for`` / ``scf.forall`` / ``scf.while``: an iter_arg aliases its init,
   the value yielded for it and the loop result; ``scf.if`` /
   ``scf.index_switch`` / ``scf.execute_region`` results alias what every
@@ -53,11 +59,12 @@ After ``test-tdf-alias``::
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 from mlir import ir
 
 from ...vocabulary import ASSUME_UNALIASED, DEST_OPERAND, DONATE_ATTR, TENSOR_VIEW_OPS
-from ..ir_utils import function_bodies, is_tensor
+from ..ir_utils import function_bodies, function_type, is_tensor
 from ..registry import PassContext, register_pass
 
 __all__ = ["AliasAnalysis", "FRESH_OPS", "CONSTANT_OPS"]
@@ -110,10 +117,14 @@ class AliasAnalysis:
     O(1).
     """
 
-    def __init__(self, func, order=None, defer_inplace: bool = False):
+    def __init__(self, func, order=None, defer_inplace: bool = False,
+                 summarize_calls: bool = True):
         self.func = func.operation
         self.order = order
         self.defer_inplace = defer_inplace
+        self.summarize_calls = summarize_calls
+        self._symbols: Any = None  # the module's symbol table, on the first func.call
+        self._summaries: dict = {}  # callee name -> summary (None: unknown)
         # Union-find over node numbers; ``_node`` maps a value to its node.
         # A value handle hashes by the address of the IR value, which a value
         # created after an erasure may reuse: ``forget`` drops the erased
@@ -359,6 +370,8 @@ class AliasAnalysis:
         elif name == "tdf.call_opaque":
             for value in self._tensors(op.operands) + results:
                 self.escape(value)
+        elif name == "func.call":
+            return self._relate_call(op, results)
         elif name in FRESH_OPS:
             pass
         elif name in CONSTANT_OPS:
@@ -376,6 +389,70 @@ class AliasAnalysis:
         for result, index in zip(op.results, indices):
             if index >= 0:
                 self.union(result, op.operands[index])
+
+    def _summary(self, name: str):
+        """Per result of function ``@name``: ``(arguments its returned value
+        may alias, "constant" / "unknown origin" / None, escaped)``, and the
+        escaped arguments; None for a declaration, a missing symbol or a
+        callee with its own calls left unknown."""
+        if name in self._summaries:
+            return self._summaries[name]
+        summary = None
+        if self._symbols is None:
+            try:
+                self._symbols = ir.SymbolTable(self.func.parent)
+            except (TypeError, ValueError, RuntimeError, AttributeError):
+                self._symbols = {}
+        try:
+            callee = self._symbols[name].operation
+        except (KeyError, IndexError, TypeError):
+            callee = None
+        if callee is not None and callee.name == "func.func" and len(callee.regions[0].blocks):
+            inner = AliasAnalysis(callee, summarize_calls=False)
+            args = list(callee.regions[0].blocks[0].arguments)
+            returns = [op for block in callee.regions[0].blocks
+                       for op in block.operations if op.operation.name == "func.return"]
+            results = []
+            for j in range(len(function_type(callee).results)):
+                aliases, reason, escaped = set(), None, False
+                for ret in returns:
+                    value = ret.operands[j]
+                    if not is_tensor(value):
+                        continue
+                    aliases |= {i for i, a in enumerate(args)
+                                if is_tensor(a) and inner.same_class(a, value)}
+                    witness = inner.not_owned(value)
+                    if witness is not None and witness[1] != "argument":
+                        reason = reason or witness[1]
+                    escaped = escaped or inner.escaped(value)
+                results.append((sorted(aliases), reason, escaped))
+            escaping = [i for i, a in enumerate(args) if is_tensor(a) and inner.escaped(a)]
+            summary = (results, escaping)
+        self._summaries[name] = summary
+        return summary
+
+    def _relate_call(self, op, results) -> bool:
+        """``func.call`` by the callee's summary (:meth:`_summary`); False
+        (an unknown op) without one."""
+        if not self.summarize_calls:
+            return False
+        summary = self._summary(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        if summary is None or len(summary[0]) != len(op.results):
+            return False
+        per_result, escaping = summary
+        operands = list(op.operands)
+        for i in escaping:
+            self.escape(operands[i])
+        for result, (aliases, reason, escaped) in zip(op.results, per_result):
+            if not is_tensor(result):
+                continue
+            for i in aliases:
+                self.union(result, operands[i])
+            if reason is not None:
+                self._mark(result, reason)
+            if escaped:
+                self.escape(result)
+        return True
 
     def _relate_linalg(self, op) -> None:
         """A linalg op's tensor result aliases its init."""

@@ -32,6 +32,7 @@ from .vocabulary import (
     DONATE_ATTR,
     GPU_CONTRACT,
     INPLACE_OPERANDS_ATTR,
+    OUTLINED_ATTR,
     RETURNED_ARGS_ATTR,
     TENSOR_VIEW_OPS,
     TRANSFER_ATTR,
@@ -410,7 +411,9 @@ def _decisions(copy, filename: str) -> tuple[list, list]:
                 decisions += _decisions_at(op, func, filename, access)
     forced = [d for d in decisions if d.op == "tdf.call_inplace" and not d.inplace]
     for func in _functions(copy):
-        if has_body(func):
+        # A function tdf-outline-deep-nests made pairs for its own sake, not
+        # as the caller's contract.
+        if has_body(func) and OUTLINED_ATTR not in func.attributes:
             decisions += donation_pairings(func, copy, filename)
     return decisions, forced
 

@@ -28,7 +28,7 @@ import numpy as np
 from mlir import ir
 
 __all__ = [
-    "DONATE_ATTR", "WRITABLE_ATTR", "ACCESS_ATTR", "INPLACE_OPERANDS_ATTR", "RETURNED_ARGS_ATTR",
+    "DONATE_ATTR", "OUTLINED_ATTR", "WRITABLE_ATTR", "ACCESS_ATTR", "INPLACE_OPERANDS_ATTR", "RETURNED_ARGS_ATTR",
     "ELEMENTWISE_ATTR", "INPLACE_OK_ATTR", "INPLACE_VARIANT_ATTR", "INPLACE_OF_ATTR",
     "INPLACE_INDICES_ATTR", "STRIDED_OF_ATTR", "TRANSFER_ATTR", "RUNTIME_SITES_ATTR",
     "EMIT_C_INTERFACE_ATTR", "MEMORY_PLAN_ATTR", "ARENA_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
@@ -86,6 +86,10 @@ PARALLEL_BODY_ATTR = "tdf.parallel_body"
 #: Argument attribute: the caller hands the argument's buffer over; the
 #: function may update it in place (and return it).
 DONATE_ATTR = "tdf.donate"
+#: Function attribute of a function ``tdf-outline-deep-nests`` made: its
+#: donated parameters carry no JAX pairing contract (``tdf-verify-inplace``'s
+#: donation check and ``Report.pairings`` skip it).
+OUTLINED_ATTR = "tdf.outlined"
 #: One-Shot Bufferize's argument attribute: may the buffer be written.
 WRITABLE_ATTR = "bufferization.writable"
 #: One-Shot Bufferize's inferred access of an argument ("read", "write", ...).
