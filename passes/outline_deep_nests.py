@@ -7,9 +7,10 @@ such ops deep in its function moves, whole, into a private function of its
 own (``tdf_nest_<n>``), and a ``func.call`` takes its place. The function's
 parameters are the values the op uses from outside, in order of first use
 (``arith.constant`` ops among them are copied in, so that a constant stays
-a constant), and its results are the op's results. Ops nested in an
-``scf.forall`` or ``scf.parallel`` stay where they are (a ``shared_outs``
-argument or a reduction cannot cross a call).
+a constant), and its results are the op's results. Ops in the region of
+any other op (``scf.forall``, ``scf.parallel``, a linalg body...) stay where
+they are, and so do the ops inside them (a ``shared_outs`` argument or a
+reduction cannot cross a call).
 
 Why: One-Shot Bufferize's analysis (run by ``tdf-insert-inplace``'s
 agreement step, by ``tdf-verify-inplace`` and by ``tdf-bufferize``) puts
@@ -92,8 +93,6 @@ __all__ = ["outline_deep_nests", "NESTS", "PREFIX", "DEFAULT_DEPTH"]
 
 #: The ops that count as one level of nesting, and that may move.
 NESTS = ("scf.if", "scf.for", "scf.while", "scf.index_switch", "scf.execute_region")
-#: Ops whose bodies stay whole (they count as a level, and nothing in them moves).
-_PINNING = ("scf.forall", "scf.parallel")
 #: Names of the outlined functions: ``tdf_nest_<n>``.
 PREFIX = "tdf_nest_"
 DEFAULT_DEPTH = 16
@@ -101,24 +100,23 @@ DEFAULT_DEPTH = 16
 
 def _levels(function) -> list[tuple[int, object]]:
     """``(depth, op)`` for every op of :data:`NESTS` in ``function`` that
-    may move: depth 0 for one with no such op around it, ``d + 1`` inside
-    one of depth ``d``."""
-    found = collect_ops(function, NESTS + _PINNING)
+    may move: depth 0 for one right in the function's body, ``d + 1`` right
+    in one of depth ``d``. An op in the region of any other op (an
+    ``scf.forall``, an ``scf.parallel``, a ``linalg.generic``...) does not
+    move, nor does any op inside it."""
+    found = collect_ops(function, NESTS)
     if not found:
         return []
-    depth: dict = {}  # op_key -> depth, or None for an op in a pinning op's body
+    depth: dict = {}  # op_key -> depth, or None for an op that stays
     out = []
     for op in reversed(found):  # pre-order: every op after the ops around it
         parent = op.parent
-        while parent is not None and parent.name not in NESTS + _PINNING \
-                and parent.name != "func.func":
-            parent = parent.parent
         level: int | None = 0
         if parent is not None and parent.name != "func.func":
-            around = depth[op_key(parent)]
-            level = None if around is None or parent.name in _PINNING else around + 1
+            around = depth.get(op_key(parent)) if parent.name in NESTS else None
+            level = None if around is None else around + 1
         depth[op_key(op)] = level
-        if level is not None and op.name in NESTS:
+        if level is not None:
             out.append((level, op))
     return out
 

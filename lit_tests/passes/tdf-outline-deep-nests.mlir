@@ -192,3 +192,37 @@ func.func @negative_forall(%x: tensor<4xf32>, %a: i1, %b: i1, %n: index) -> tens
   }
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// negative_ nothing in a linalg body moves either (a call there would be a
+// call per element), however deep.
+// CHECK-LABEL: func.func @negative_linalg_body
+// CHECK-NOT: func.call
+// CHECK-NOT: tdf_nest
+func.func @negative_linalg_body(%x: tensor<4xf32>, %a: i1, %b: i1, %c: i1) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = scf.if %a -> (f32) {
+      %t = scf.if %b -> (f32) {
+        %u = scf.if %c -> (f32) {
+          %v = arith.addf %in, %in : f32
+          scf.yield %v : f32
+        } else {
+          scf.yield %in : f32
+        }
+        scf.yield %u : f32
+      } else {
+        scf.yield %in : f32
+      }
+      scf.yield %t : f32
+    } else {
+      scf.yield %in : f32
+    }
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
