@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from mlir import ir
 
 import tdf
 import tdf.jax
@@ -105,6 +106,23 @@ def test_hit_is_the_same_program(cache_dir):
     np.testing.assert_allclose(hit.main(x, w1, w2), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(hit.main(x, w1, w2), miss.main(x, w1, w2))
     assert len(stored(cache_dir)) == 1
+
+
+def test_texts_printed_late_without_the_cache_are_the_texts(cache_dir, monkeypatch):
+    """With the cache, ``llvm_ir`` / ``buffer_ir`` are printed during the
+    compile (the entry holds them); without it, when first read, from a copy
+    of the bufferized module and from the LLVM-dialect module after the JIT
+    compiled it: the same texts (the JIT leaves the module as it was)."""
+    x, w1, w2 = rand(16, 32), rand(32, 64, seed=1), rand(64, 8, seed=2)
+    text = lower(mlp, x, w1, w2).as_text()
+    stored_program = tdf.compile(text)
+    assert stored_program.report().cache.startswith("miss")
+    monkeypatch.setenv("TDF_CACHE_DIR", "")
+    late = tdf.compile(text)
+    assert late.report().cache == "off"
+    assert isinstance(late._texts["llvm_ir"], ir.Module)  # not printed yet
+    assert late.llvm_ir == stored_program.llvm_ir and late.buffer_ir == stored_program.buffer_ir
+    assert "llvm.func" in late.llvm_ir and "memref" in late.buffer_ir
 
 
 def test_donation_and_report_on_a_hit(cache_dir):
