@@ -219,6 +219,9 @@ def test_from_elements_with_a_huge_type_is_refused_before_parsing(op, type_, cou
     ": tensor<8xf32> into tensor<1x8xf32>",
     '%r = "tensor.expand_shape"(%t) <{reassociation = [[0, 4294967296]], '
     'static_output_shape = array<i64: 1, 8>}> : (tensor<8xf32>) -> tensor<1x8xf32>',
+    # Hexadecimal (found by the fuzz: canonicalize aborted on it).
+    "%r = tensor.expand_shape %t [[0, 0x7fffffffffffffff]] output_shape [1, 8] "
+    ": tensor<8xf32> into tensor<1x8xf32>",
 ])
 def test_huge_reassociation_index_is_refused_before_parsing(op):
     """Regression (found by the malformed-input fuzz): the verifier built an
@@ -237,6 +240,9 @@ def test_huge_reassociation_index_is_refused_before_parsing(op):
 def test_valid_reassociations_still_parse():
     tdf.parse("func.func @f(%t: memref<8xf32>) -> memref<1x8xf32> {\n"
               "  %r = memref.expand_shape %t [[0, 1]] output_shape [1, 8] : memref<8xf32> into "
+              "memref<1x8xf32>\n  return %r : memref<1x8xf32>\n}\n")
+    tdf.parse("func.func @f(%t: memref<8xf32>) -> memref<1x8xf32> {\n"
+              "  %r = memref.expand_shape %t [[0x0, 01]] output_shape [1, 8] : memref<8xf32> into "
               "memref<1x8xf32>\n  return %r : memref<1x8xf32>\n}\n")
 
 
@@ -501,3 +507,74 @@ def test_invalid_utf8_bytes_on_tdf_opt_stdin():
                           capture_output=True, timeout=120)
     assert proc.returncode not in ABORTS and proc.returncode == 1, proc.stderr
     assert b"<stdin>:2:" in proc.stderr
+
+
+@pytest.mark.parametrize("attr", ["array<index: 0, -1>", "array<index>", "array < index : 3>"])
+def test_dense_array_of_index_is_refused_before_parsing(attr):
+    """Regression (found by the malformed-input fuzz): MLIR's parser asked an
+    ``index`` element type of a dense array for its bit width and aborted.
+    ``!llvm.array<...>`` and names ending in ``array`` are left alone."""
+    text = ("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32>\n"
+            f"    attributes {{tdf.donation_pairs = {attr}}} {{\n  return %a : tensor<4xf32>\n}}\n")
+    proc = _opt(["-"], text)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert "<stdin>:2:" in proc.stderr and "cannot hold 'index' elements" in proc.stderr
+    with pytest.raises(tdf.ParseError, match=r"a.mlir:2:\d+: error: .*'index' elements"):
+        tdf.parse(text, filename="a.mlir")
+    kept = ("llvm.func @g(%p: !llvm.array<4 x i64>) attributes {note = \"array<index: 2>\"} "
+            "{\n  llvm.return\n}\n// my_array<index: 1>, array<index: 1>\n")
+    tdf.parse(kept, filename="k.mlir")
+
+
+# A use before its definition in a sibling region, then a parse error: MLIR's
+# parser resolved the forward reference, destroyed the definition first on
+# the error and aborted (found by the malformed-input fuzz; reduced).
+_FORWARD_INTO_SIBLING = """func.func @f(%y: tensor<2xf32>, %e: tensor<2xf32>) -> tensor<2xf32> {
+  %a = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%y : tensor<2xf32>) outs(%e : tensor<2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %r : f32
+  } -> tensor<2xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%y : tensor<2xf32>) outs(%e : tensor<2xf32>) {
+    %r = math.sqrt %in : f32
+  ^bb0(%in: f32, %out: f32):
+    %r = math.log %in : f32
+    linalg.yield %r : f32
+  } -> tensor<2xf32>
+  return %b : tensor<2xf32>
+}
+"""
+
+
+def test_use_before_a_definition_in_another_region_is_refused_before_parsing():
+    proc = _opt(["-"], _FORWARD_INTO_SIBLING)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert "<stdin>:4:18: error: '%r' is used before its definition at 7:5" in proc.stderr
+    with pytest.raises(tdf.ParseError, match=r"s.mlir:4:18: error: '%r' is used before"):
+        tdf.parse(_FORWARD_INTO_SIBLING, filename="s.mlir")
+
+
+def test_custom_syntax_name_reused_in_a_nested_region_still_parses():
+    """``scf.forall (%i)`` declares %i without ``=``/``:``, so the lexical
+    check takes it for a use; %i defined again by an scf.for nested in a
+    later region is a suspect, which the probe (MLIR's parser in a process of
+    its own) clears: the program parses."""
+    text = """func.func @f(%t: tensor<4xf32>, %n: index, %c: i1) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.forall (%i) in (4) shared_outs(%o = %t) -> (tensor<4xf32>) {
+    scf.forall.in_parallel {
+    }
+  }
+  scf.if %c {
+    scf.for %i = %c0 to %n step %c1 {
+    }
+  }
+  return %r : tensor<4xf32>
+}
+"""
+    from tdf import limits
+    assert limits.forward_use_into_region(text) is not None
+    tdf.parse(text, filename="ok.mlir")
+    assert _opt(["-"], text).returncode == 0

@@ -35,6 +35,9 @@ __all__ = [
     "EncodingError",
     "check_nesting",
     "check_from_elements",
+    "check_dense_arrays",
+    "check_forward_uses",
+    "forward_use_into_region",
     "check_parser_limits",
     "check_reassociation",
     "MAX_REASSOCIATION_INDEX",
@@ -186,8 +189,11 @@ def check_reassociation(text: str, filename: str = "<input>") -> None:
     if "_shape" not in text and "reassociation" not in text:
         return
     for match in _REASSOCIATION.finditer(text):
-        for number in re.finditer(r"\d+", match.group(1)):
-            if int(number.group()) > MAX_REASSOCIATION_INDEX:
+        # Hexadecimal too: MLIR's integer parser reads 0x7fffffffffffffff.
+        for number in re.finditer(r"0[xX][0-9a-fA-F]+|\d+", match.group(1)):
+            digits = number.group()
+            value = int(digits, 16) if digits[:2] in ("0x", "0X") else int(digits)
+            if value > MAX_REASSOCIATION_INDEX:
                 line, column = _line_col(text, match.start(1) + number.start())
                 raise InputError(
                     filename, line, column,
@@ -232,16 +238,136 @@ def check_linalg_index_lists(text: str, filename: str = "<input>") -> None:
             offset += len(item) + 1
 
 
+_INDEX_ARRAY = re.compile(r"(?<![\w.!$#-])array\s*<\s*index\s*[:>]")
+
+
+def check_dense_arrays(text: str, filename: str = "<input>") -> None:
+    """Raises :class:`InputError` for a dense array attribute of ``index``
+    elements (``array<index: 0, 1>``): MLIR's parser accepts the element type
+    and then asks it for a bit width, which aborts the process (``only
+    integers and floats have a bitwidth``). No dense array of ``index``
+    exists (its element types are i1-i64, f32 and f64), so no valid program
+    is refused."""
+    if "index" not in text or "array" not in text:
+        return
+    for match in _INDEX_ARRAY.finditer(text):
+        before = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+        if "//" in before or before.count('"') % 2:
+            continue  # in a comment or a string (escaped quotes aside)
+        line, column = _line_col(text, match.start())
+        raise InputError(
+            filename, line, column,
+            "a dense array attribute cannot hold 'index' elements (use i64); tdf refuses "
+            "it before parsing (MLIR's parser would abort)")
+
+
+#: Comments, strings, braces and SSA names; group 1 the name of a value,
+#: group 2 set when the token defines it (``%v =``, ``%v:2 =``, or ``%v:``
+#: before a type: a block or function argument).
+_SSA_TOKENS = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"?|[{}]|'
+                         r'(%[\w$.\-]+)(?:[:#]\d+)?(\s*=(?!=)|:(?=[ \t]*[^\s:]))?')
+
+#: The text before a ``{`` that opens a module's body.
+_MODULE_HEAD = re.compile(r"\bmodule\b[^{}\"]*$")
+
+#: Runs MLIR's parser on standard input in a process of its own (tdf's
+#: dialects registered): a process that a parser abort may kill.
+_PROBE = ("import sys, tdf\nfrom mlir import ir\ntext = sys.stdin.read()\n"
+          "try:\n    ir.Module.parse(text, context=tdf.Context())\nexcept Exception:\n"
+          "    pass\n")
+
+
+def forward_use_into_region(text: str):
+    """``(use offset, definition offset, name)`` of the first value used
+    before a definition that lies in a region not enclosing the use (nested
+    deeper, or a sibling's); None when there is none. Such a use is never
+    valid (a value defined in a region is visible only inside it), but MLIR's
+    parser keeps an unresolved forward reference until the end of the
+    function and resolves it to any later definition; when a later error
+    makes it destroy what it built, it may destroy the definition first and
+    abort the process (``operation destroyed but still has uses``).
+    Lexical: string literals and ``//`` comments are skipped, every ``{``
+    opens a scope, and the scopes opened at the top two levels (function
+    bodies) end a function's forward references. A name a custom syntax
+    declares without ``=`` or ``:`` (``scf.forall (%i)``) looks like a use,
+    so a finding is only a suspect (:func:`check_forward_uses`)."""
+    if "%" not in text:
+        return None
+    defined: dict = {}  # name -> number of open scopes defining it
+    # (id, names defined in it, holds top-level ops: the text or a module)
+    scopes: list[tuple[int, list[str], bool]] = [(0, [], True)]
+    next_id = 1
+    pending: dict = {}  # name -> (ids of the scopes around the use, offset)
+    for match in _SSA_TOKENS.finditer(text):
+        name = match.group(1)
+        if name is None:
+            token = match.group()
+            if token == "{":
+                line = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+                scopes.append((next_id, [], _MODULE_HEAD.search(line) is not None))
+                next_id += 1
+            elif token == "}" and len(scopes) > 1:
+                closed, names, _ = scopes.pop()
+                for gone in names:
+                    defined[gone] -= 1
+                if scopes[-1][2]:  # a function's body (or a module) ends
+                    pending = {n: u for n, u in pending.items() if closed not in u[0]}
+            continue
+        if match.group(2) is not None:
+            use = pending.pop(name, None)
+            if use is not None and scopes[-1][0] not in use[0]:
+                return use[1], match.start(1), name
+            defined[name] = defined.get(name, 0) + 1
+            scopes[-1][1].append(name)
+        elif not defined.get(name) and name not in pending:
+            pending[name] = (frozenset(i for i, _, _ in scopes), match.start(1))
+    return None
+
+
+def check_forward_uses(text: str, filename: str = "<input>") -> None:
+    """Raises :class:`InputError` at the use when :func:`forward_use_into_region`
+    finds a suspect and MLIR's parser, run on ``text`` in a process of its
+    own, aborts that process. A suspect the parser survives (a name declared
+    by a custom syntax and reused in a nested region, or an error it reports)
+    is left to the parser in this process. Valid programs have no suspect
+    unless a custom syntax reuses a name, and then pass the probe."""
+    found = forward_use_into_region(text)
+    if found is None:
+        return
+    import subprocess
+    import sys
+
+    try:
+        probe = subprocess.run([sys.executable, "-c", _PROBE], input=text.encode("utf-8"),
+                               capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return
+    if probe.returncode >= 0 and probe.returncode != 134:
+        return
+    use, definition, name = found
+    line, column = _line_col(text, use)
+    dline, dcolumn = _line_col(text, definition)
+    raise InputError(
+        filename, line, column,
+        f"'{name}' is used before its definition at {dline}:{dcolumn}, in a region that does not "
+        f"enclose this use; tdf refuses the input before parsing (MLIR's "
+        f"parser aborts on it)")
+
+
 def check_parser_limits(text: str, filename: str = "<input>") -> None:
     """Everything checked on the text before MLIR parses it: nesting depth
     (:func:`check_nesting`), element counts of ``tensor``/``vector.from_elements``
     (:func:`check_from_elements`), reassociation indices
-    (:func:`check_reassociation`) and linalg index lists
-    (:func:`check_linalg_index_lists`). Raises :class:`InputError`."""
+    (:func:`check_reassociation`), linalg index lists
+    (:func:`check_linalg_index_lists`), dense arrays of ``index``
+    (:func:`check_dense_arrays`) and values used before a definition nested
+    deeper (:func:`check_forward_uses`). Raises :class:`InputError`."""
     check_nesting(text, filename)
     check_from_elements(text, filename)
     check_reassociation(text, filename)
     check_linalg_index_lists(text, filename)
+    check_dense_arrays(text, filename)
+    check_forward_uses(text, filename)
 
 
 def check_utf8(text: str, filename: str = "<input>") -> None:
