@@ -12,7 +12,9 @@ the function's signature:
   updated in place (no allocation);
 * ``temp_size_in_bytes``: the arena plus the allocations the planner left
   alone that are not results (one loop iteration's worth twice: while an
-  iteration computes a loop-carried buffer, the previous one is live);
+  iteration computes a loop-carried buffer, the previous one is live), plus
+  the most any call of a private function with a body holds (its own
+  temporaries, less the buffers it returns, and, transitively, its calls');
 * ``peak_memory_in_bytes``: ``temp + output − alias``, the most heap bytes
   one call holds at once (what ``count_allocations`` measures as the peak
   of a call from zero);
@@ -34,8 +36,8 @@ from dataclasses import asdict, dataclass
 
 from mlir import ir
 
-from .passes.ir_utils import sym_name
-from .vocabulary import MEMORY_PLAN_ATTR
+from .passes.ir_utils import function_type, sym_name
+from .vocabulary import MEMORY_PLAN_ATTR, static_nbytes
 
 __all__ = ["MemoryAnalysis", "memory_analyses"]
 
@@ -105,6 +107,44 @@ def _allocations(func) -> int:
     return count
 
 
+def _temp(plan: dict) -> int:
+    return plan.get("arena", 0) + plan.get("kept_bytes", 0) + plan.get("kept_in_loops", 0)
+
+
+def _call_temp(func, funcs: dict, memo: dict, calling: frozenset = frozenset()) -> int:
+    """The most temporary bytes a call made by ``func`` holds (the callee's
+    own and, transitively, its calls'): what the function's peak adds while
+    it waits for a private function with a body (a kernel, a nest
+    ``tdf-outline-deep-nests`` moved out)."""
+    worst = 0
+    for op in _calls(func):
+        name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        callee = funcs.get(name)
+        if callee is None or name in calling or not len(callee.regions[0].blocks):
+            continue
+        if name not in memo:
+            # The buffers it returns outlive the call: the caller's values
+            # (its outputs when they reach its results), not its temporaries.
+            returned = sum(static_nbytes(t) or 0 for t in function_type(callee).results
+                           if isinstance(t, ir.MemRefType))
+            memo[name] = max(0, _temp(_plan(callee)) - returned) \
+                + _call_temp(callee, funcs, memo, calling | {name})
+        worst = max(worst, memo[name])
+    return worst
+
+
+def _calls(func) -> list:
+    found = []
+
+    def visit(op):
+        if op.name == "func.call":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    func.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 def memory_analyses(module, entries: dict, returned: dict) -> dict[str, MemoryAnalysis]:
     """Function name -> :class:`MemoryAnalysis` for every entry of
     ``entries`` (name -> (parameter specs, result specs)) in the bufferized
@@ -112,12 +152,13 @@ def memory_analyses(module, entries: dict, returned: dict) -> dict[str, MemoryAn
     is (or -1)."""
     funcs = {sym_name(f): f for f in module.body.operations if f.operation.name == "func.func"}
     analyses = {}
+    memo: dict = {}
     for name, (params, results) in entries.items():
         plan = _plan(funcs[name])
         args, args_exact = _bytes(params)
         outputs, out_exact = _bytes(results)
         alias, _ = _bytes([params[i] for i in returned.get(name, []) if i >= 0])
-        temp = plan.get("arena", 0) + plan.get("kept_bytes", 0) + plan.get("kept_in_loops", 0)
+        temp = _temp(plan) + _call_temp(funcs[name], funcs, memo, frozenset({name}))
         analyses[name] = MemoryAnalysis(
             argument_size_in_bytes=args, output_size_in_bytes=outputs,
             alias_size_in_bytes=alias, temp_size_in_bytes=temp,
