@@ -393,8 +393,8 @@ class AliasAnalysis:
     def _summary(self, name: str):
         """Per result of function ``@name``: ``(arguments its returned value
         may alias, "constant" / "unknown origin" / None, escaped)``, and the
-        escaped arguments; None for a declaration, a missing symbol or a
-        callee with its own calls left unknown."""
+        escaped arguments, from the callee's own analysis (its calls judged
+        as unknown ops); None for a declaration or a missing symbol."""
         if name in self._summaries:
             return self._summaries[name]
         summary = None
