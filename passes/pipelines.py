@@ -23,7 +23,7 @@ __all__ = [
     "ONE_SHOT_OPTIONS", "ONE_SHOT", "ONE_SHOT_ANALYSIS", "one_shot",
     "FUSE_KERNELS", "LIBM_OPS", "APPROXIMATED_OPS", "APPROXIMATE_MATH", "MATH_TO_LLVM",
     "LOWER_TO_LLVM", "lower_to_llvm", "STRICT_CHECK", "inplace_stage",
-    "CPU_OPTIONS", "cpu_stages",
+    "NEST_DEPTH", "CPU_OPTIONS", "cpu_stages",
     "PTX_VERSION", "FORMATS", "STAGES", "NVVM_OPTIONS", "ptx_feature", "validate_options",
     "stage_pipelines",
 ]
@@ -258,10 +258,15 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
 STRICT_CHECK = "tdf-verify-inplace{strict=true donations=true}"
 
 
+#: Most levels of scf control flow the CPU pipeline leaves in one function
+#: (``tdf-outline-deep-nests``, option ``nest-depth``).
+NEST_DEPTH = 16
+
+
 def inplace_stage(inplace: bool = True, copy_before_write: bool = False,
                   fuse_kernels: bool = True, blas: bool = False,
                   split_reductions: bool = True, schedule: bool = True,
-                  nest_depth: int = 16) -> list[str]:
+                  nest_depth: int = NEST_DEPTH) -> list[str]:
     """The first stage of the CPU pipeline: ``tdf-check-sizes`` (before
     anything that could abort on an overflowing shape),
     ``tdf-outline-deep-nests{depth=nest_depth}`` (no function nests control
@@ -319,7 +324,7 @@ CPU_OPTIONS = [
                "Long float reductions as a vectorizable tree (tdf-split-reductions)"),
     PassOption("share-loop-nests", bool, True,
                "Identical linalg ops compiled once, as calls of one function (tdf-share-loop-nests)"),
-    PassOption("nest-depth", int, 16,
+    PassOption("nest-depth", int, NEST_DEPTH,
                "Control flow nested deeper than this moves into functions of its own "
                "(tdf-outline-deep-nests; 0: no limit)"),
     PassOption("fuse-kernels", bool, True,

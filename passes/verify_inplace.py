@@ -56,9 +56,14 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ..vocabulary import OUTLINED_ATTR
 from ._pair_donations import explain_pair
-from .analysis.donation import donation_pairs, one_shot_equivalences, pairs_problem, returns_of
+from .analysis.donation import (
+    donation_pairs,
+    one_shot_equivalences,
+    pairs_are_promised,
+    pairs_problem,
+    returns_of,
+)
 from .analysis.inplace import InplaceAnalysis, namer
 from .analysis.manager import analyses
 from .analysis.one_shot import OneShotAnalysis
@@ -151,7 +156,7 @@ def pair_misses(module_op, one_shot: OneShotAnalysis | None = None) -> tuple[lis
     being the op that computes the result (or the ``func.return``). Also
     the number of pairs checked: ``(misses, checked)``."""
     candidates = [(f, donation_pairs(f)) for f in function_bodies(module_op)
-                  if OUTLINED_ATTR not in f.attributes]
+                  if pairs_are_promised(f)]
     candidates = [(f, pairs) for f, pairs in candidates if any(a >= 0 for a in pairs)]
     if not candidates:
         return [], 0

@@ -30,11 +30,12 @@ from collections import defaultdict, deque
 
 from mlir import ir, passmanager
 
-from ...vocabulary import DONATE_ATTR, INPLACE_OPERANDS_ATTR
+from ...vocabulary import DONATE_ATTR, INPLACE_OPERANDS_ATTR, OUTLINED_ATTR
 from ..ir_utils import arg_dicts, collect_ops, function_type, has_body, sym_name
 from ..pipelines import ONE_SHOT_ANALYSIS
 
 __all__ = ["PAIRS_ATTR", "EQUIVALENT_ATTR", "pair_by_type", "pairing_key", "donation_pairs",
+           "pairs_are_promised",
            "pairs_problem", "one_shot_equivalences", "one_shot_verdicts", "verdicts_of",
            "equivalences_of", "returns_of"]
 
@@ -58,6 +59,15 @@ def pair_by_type(arg_keys, donated, result_keys) -> list[int]:
         queue = queues.get(key) if key is not None else None
         pairs.append(queue.popleft() if queue else -1)
     return pairs
+
+
+def pairs_are_promised(func) -> bool:
+    """Whether ``func``'s pairs are a promise to its callers, which
+    ``tdf-verify-inplace{donations}`` checks and the report lists: not for a
+    function ``tdf-outline-deep-nests`` made (``tdf.outlined``), whose
+    donated parameters only let it update them in place (pairing still moves
+    its results into them where One-Shot agrees)."""
+    return OUTLINED_ATTR not in func.attributes
 
 
 def pairing_key(type_):

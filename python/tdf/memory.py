@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 
 from mlir import ir
 
-from .passes.ir_utils import function_type, sym_name
+from .passes.ir_utils import collect_ops, function_type, sym_name
 from .vocabulary import MEMORY_PLAN_ATTR, static_nbytes
 
 __all__ = ["MemoryAnalysis", "memory_analyses"]
@@ -117,7 +117,7 @@ def _call_temp(func, funcs: dict, memo: dict, calling: frozenset = frozenset()) 
     it waits for a private function with a body (a kernel, a nest
     ``tdf-outline-deep-nests`` moved out)."""
     worst = 0
-    for op in _calls(func):
+    for op in collect_ops(func, "func.call"):
         name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
         callee = funcs.get(name)
         if callee is None or name in calling or not len(callee.regions[0].blocks):
@@ -131,18 +131,6 @@ def _call_temp(func, funcs: dict, memo: dict, calling: frozenset = frozenset()) 
                 + _call_temp(callee, funcs, memo, calling | {name})
         worst = max(worst, memo[name])
     return worst
-
-
-def _calls(func) -> list:
-    found = []
-
-    def visit(op):
-        if op.name == "func.call":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    func.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
 
 
 def memory_analyses(module, entries: dict, returned: dict) -> dict[str, MemoryAnalysis]:

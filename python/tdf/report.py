@@ -32,7 +32,6 @@ from .vocabulary import (
     DONATE_ATTR,
     GPU_CONTRACT,
     INPLACE_OPERANDS_ATTR,
-    OUTLINED_ATTR,
     RETURNED_ARGS_ATTR,
     TENSOR_VIEW_OPS,
     TRANSFER_ATTR,
@@ -399,6 +398,8 @@ def inplace_decisions(module, filename: str, one_shot=None) -> tuple[list, list]
 
 
 def _decisions(copy, filename: str) -> tuple[list, list]:
+    from .passes.analysis.donation import pairs_are_promised
+
     # Per function, the access One-Shot inferred for each argument
     # ("read", "write", "read-write", "none"): what a func.call writes.
     access = {sym_name(func): [ir.StringAttr(d[ACCESS_ATTR]).value if ACCESS_ATTR in d
@@ -411,9 +412,7 @@ def _decisions(copy, filename: str) -> tuple[list, list]:
                 decisions += _decisions_at(op, func, filename, access)
     forced = [d for d in decisions if d.op == "tdf.call_inplace" and not d.inplace]
     for func in _functions(copy):
-        # A function tdf-outline-deep-nests made pairs for its own sake, not
-        # as the caller's contract.
-        if has_body(func) and OUTLINED_ATTR not in func.attributes:
+        if has_body(func) and pairs_are_promised(func):
             decisions += donation_pairings(func, copy, filename)
     return decisions, forced
 
