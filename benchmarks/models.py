@@ -52,9 +52,10 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 import harness as H  # noqa: E402
-import jax_decode as llama  # noqa: E402
 
-import tdf.jax  # noqa: E402
+# tdf (and the Llama example, which imports it) load when a workload is
+# built or run: the model builders alone (make_gpt2_prefill, ...) need only
+# JAX, so gpu_device.py imports them where there is no MLIR.
 
 
 def _rng(seed=0):
@@ -215,6 +216,8 @@ def bench(name, fn, args, donate, feed, reps, atol=1e-4):
     """``fn(*args)`` through tdf.jax.jit and jax.jit with ``donate``;
     ``feed(args, out)`` gives the next call's arguments (donated state fed
     back)."""
+    import tdf.jax
+
     ours_fn = tdf.jax.jit(fn, donate_argnums=donate)
     ref_fn = jax.jit(fn, donate_argnums=donate)
     ours = ours_fn(*_copy(args))
@@ -240,6 +243,8 @@ def bench(name, fn, args, donate, feed, reps, atol=1e-4):
 
 
 def workloads(tiny):
+    import jax_decode as llama
+
     c = _gpt2_config(tiny)
     gp = _gpt2_params(c)
     tokens = (np.arange(c["seq"]) * 7 % c["vocab"]).astype(np.int32)

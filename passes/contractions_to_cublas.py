@@ -12,12 +12,13 @@ of a fresh output right before is dropped, as on the CPU).
 
 Only what one cuBLAS call runs is rewritten, decided at compile time from
 the memref types (the decision is the runtime's own planner,
-``python/src/GpuBlas.cpp``, asked through ``gpu_contract_plan``):
+``python/src/GpuRuntime.cpp``, asked through ``gpu_contract_plan``):
 
 - element types f32, f64, or bf16/f16 inputs (both the same) of an f32
   result (compute type ``CUBLAS_COMPUTE_32F``: no TF32);
-- static sizes and strides. With a dynamic one the layout cannot be
-  decided here: the op is left to the kernel path;
+- static sizes and strides (a dynamic offset, such as a loop's slice
+  ``x[t]``, is passed at run time). With a dynamic size or stride the
+  layout cannot be decided here: the op is left to the kernel path;
 - after dropping unit dimensions and merging dimensions contiguous in every
   operand, at most one batch, M, N and K dimension; each operand with a
   unit stride along one of its two matrix dimensions (the other is its
@@ -91,14 +92,15 @@ def cublas_available() -> tuple[bool, str]:
         return False, str(err)
 
 
-def _static_layout(value):
+def _static_layout(value, with_offset: bool = True):
     """(sizes, strides, offset) of memref ``value``'s type, or None when one
-    of them is dynamic."""
+    of them is dynamic (the offset only ``with_offset``: a cuBLAS layout
+    does not depend on it, the call passes it at run time)."""
     mtype = ir.MemRefType(value.type)
     strides, offset = mtype.get_strides_and_offset()
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     if any(ir.ShapedType.is_dynamic_size(s) for s in mtype.shape) or dynamic in strides \
-            or offset == dynamic:
+            or (with_offset and offset == dynamic):
         return None
     return list(mtype.shape), strides, offset
 
@@ -106,7 +108,7 @@ def _static_layout(value):
 def cublas_plan(contraction: Contraction) -> str:
     """Why one cuBLAS call cannot run ``contraction`` (static layouts), or
     ``""`` when it can. Overlaps are not looked at (:func:`_overlap`)."""
-    layouts = [_static_layout(v) for v in contraction.operands]
+    layouts = [_static_layout(v, with_offset=False) for v in contraction.operands]
     if None in layouts:
         return "a dynamic size or stride (the cuBLAS layout is decided at compile time)"
     sizes = [0] * len(contraction.kinds)

@@ -491,7 +491,14 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
     """``tdf-lower-to-nvvm`` as ``[(stage, pass list)]`` up to ``stop-at``;
     validates ``options`` (every option of :data:`NVVM_OPTIONS`, by name)."""
     validate_options(options)
-    donate = "tdf-check-sizes, tdf-donate" + (", tdf-insert-inplace" if options["inplace"] else "")
+    # The CPU pipeline's tensor-level stage (fusion; contractions kept whole
+    # for cuBLAS), after a canonicalize that folds JAX's scalar constants.
+    tensor_passes = ["tdf-check-sizes", "canonicalize", "tdf-scalarize-loop-carried",
+                     *FUSE_KERNELS]
+    if use_blas(options["blas"]):
+        tensor_passes.insert(tensor_passes.index("tdf-fuse-elementwise"),
+                             "tdf-specialize-contractions")
+    donate = ", ".join(tensor_passes) + ", tdf-donate" + (", tdf-insert-inplace" if options["inplace"] else "")
     if options["strict"]:
         donate += ", " + STRICT_CHECK
     stages = [
@@ -517,7 +524,8 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
         ])),
         ("nvvm", (f"gpu-lower-to-nvvm-pipeline{{cubin-chip={options['chip']} "
                   f"cubin-features={ptx_feature(options['chip'])} "
-                  f"cubin-format={options['format']} opt-level={options['opt-level']}}}")),
+                  f"cubin-format={options['format']} opt-level={options['opt-level']}}}"
+                  + (", tdf-gpu-pooled-alloc" if options["pool"] else ""))),
     ]
     last = {"bufferize": 2, "gpu": 3, "nvvm": 4}[options["stop-at"]]
     return stages[:last]
@@ -532,6 +540,9 @@ NVVM_OPTIONS = [
     PassOption("opt-level", int, 3, "NVVM optimization level, 0 to 3"),
     PassOption("tile-sizes", str, "32,8", "Thread block shape, innermost (contiguous) dimension first"),
     PassOption("stop-at", str, "nvvm", "Last stage to run: bufferize, gpu or nvvm"),
+    PassOption("pool", bool, True,
+               "Device buffers from tdf's stream-ordered pool (tdf-gpu-pooled-alloc; the "
+               "program then needs libtdf_gpu_runtime.so where it runs)"),
     PassOption("blas", str, "auto",
                "Contractions through cuBLAS (tdf-contractions-to-cublas): true, false, or auto "
                "(true when cuBLAS and the CUDA driver load on this machine)"),
@@ -549,9 +560,15 @@ def lower_to_nvvm_pipeline(options: dict) -> str:
     ``stage_pipelines``, to report what each decided):
 
     1. ``donate``: ``tdf-check-sizes`` (a static shape whose size overflows
-       int64 is refused: bufferization would abort), ``tdf-donate`` (and
-       ``tdf-insert-inplace`` when ``inplace``, ``tdf-verify-inplace{strict}``
-       when ``strict``);
+       int64 is refused: bufferization would abort), ``canonicalize``
+       (scalar constants a JAX program builds as ``tensor.from_elements``
+       and reads back fold into the ops that use them: on the GPU path
+       host code cannot read device memory), ``tdf-scalarize-loop-carried``
+       and the CPU pipeline's kernel fusion (:data:`FUSE_KERNELS`, with
+       ``tdf-specialize-contractions`` first when ``blas``: element-wise
+       chains become one kernel, a bias add is accumulated into its
+       contraction), ``tdf-donate`` (and ``tdf-insert-inplace`` when
+       ``inplace``, ``tdf-verify-inplace{strict}`` when ``strict``);
     2. ``bufferize``: One-Shot Bufferize with function boundaries and
        identity layouts, then ``canonicalize, cse`` (self-copies fold away)
        and ``symbol-dce`` (kernels nobody calls are not compiled). The
@@ -574,7 +591,9 @@ def lower_to_nvvm_pipeline(options: dict) -> str:
     4. ``nvvm``: ``gpu-lower-to-nvvm-pipeline`` for the chosen chip: NVVM, the
        host side through the GPU runtime ABI (``mgpu*`` calls) and
        ``gpu.binary`` holding PTX (``format=isa``), a cubin (``bin``) or a
-       fatbin (``fatbin``; both need the CUDA toolkit).
+       fatbin (``fatbin``; both need the CUDA toolkit); then, with ``pool``,
+       ``tdf-gpu-pooled-alloc`` (device buffers from tdf's stream-ordered
+       pool instead of a ``cuMemAlloc``/``cuMemFree`` per buffer and call).
 
     Options:
 
@@ -596,7 +615,8 @@ def lower_to_nvvm_pipeline(options: dict) -> str:
       batch_matmul, transposed operands, bf16/f16 inputs of f32, ...)
       through cuBLAS (``tdf-contractions-to-cublas``; the program then needs
       cuBLAS where it runs), ``false`` makes them kernels, ``auto`` is
-      ``true`` when cuBLAS and the CUDA driver load on the compiling machine.
+      ``true`` when cuBLAS and the CUDA driver load on the compiling machine;
+    * ``pool`` (default true): run ``tdf-gpu-pooled-alloc``.
 
     Before (a donated element-wise chain, after ``tdf-insert-inplace``)::
 

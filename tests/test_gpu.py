@@ -372,14 +372,17 @@ def test_gpu_decode_loop_matches_jax(compiled):
     assert np.array_equal(out, expected)
 
 
-def test_final_module_translates_and_needs_only_the_cuda_runtime():
+@pytest.mark.parametrize("pool", [True, False])
+def test_final_module_translates_and_needs_only_the_cuda_runtime(pool):
     """Without a GPU: the final module translates to LLVM IR and JIT-links;
     the only missing symbols are the mgpu* entry points of
-    libmlir_cuda_runtime.so (the GPU runtime ABI), PTX loaded by the driver."""
+    libmlir_cuda_runtime.so (the GPU runtime ABI), PTX loaded by the driver,
+    and, with the pool, tdf's tdf_gpu_mem_alloc/free in place of
+    mgpuMemAlloc/mgpuMemFree (tdf.gpu registers them in its engine)."""
     code = ("import tdf.gpu as g\n"
             "from tdf.jit_symbols import runtime_libs\n"
             "from mlir.execution_engine import ExecutionEngine\n"
-            f"p = g.compile_nvvm({KV!r}, inplace=False, ptxas=False)\n"
+            f"p = g.compile_nvvm({KV!r}, inplace=False, ptxas=False, pool={pool})\n"
             "e = ExecutionEngine(p.module, opt_level=2, shared_libs=runtime_libs())\n"
             "try:\n"
             "    e.lookup('step')\n"
@@ -388,5 +391,9 @@ def test_final_module_translates_and_needs_only_the_cuda_runtime():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert "lookup failed" in done.stdout
-    for symbol in ("mgpuLaunchKernel", "mgpuMemAlloc", "mgpuMemcpy", "mgpuModuleLoadJIT"):
+    allocation = ["tdf_gpu_mem_alloc", "tdf_gpu_mem_free"] if pool else ["mgpuMemAlloc",
+                                                                         "mgpuMemFree"]
+    for symbol in ("mgpuLaunchKernel", "mgpuMemcpy", "mgpuModuleLoadJIT", *allocation):
         assert symbol in done.stderr
+    for symbol in ["mgpuMemAlloc", "mgpuMemFree"] if pool else ["tdf_gpu_mem_alloc"]:
+        assert symbol not in done.stderr

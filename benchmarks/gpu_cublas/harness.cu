@@ -1,4 +1,4 @@
-// Device check of tdf_gpu_contract (python/src/GpuBlas.cpp), the runtime
+// Device check of tdf_gpu_contract (python/src/GpuRuntime.cpp), the runtime
 // function of the GPU path's cuBLAS route, on a machine with a GPU and the
 // CUDA toolkit but without tdf's Python environment: each layout the pass
 // emits (row-major, x @ w.T, a transposed A with a column-major C that
@@ -6,13 +6,11 @@
 // mat-vec) against a float64 reference on the host, then the time of one
 // 4096^3 call (context sync, GEMM, stream sync). From the repository root:
 //
-//   nvcc -std=c++17 -O1 -Ibenchmarks/gpu_cublas/fake \
-//       benchmarks/gpu_cublas/harness.cu -o /tmp/h -ldl
+//   nvcc -std=c++17 -O1 benchmarks/gpu_cublas/harness.cu -o /tmp/h -ldl
 //   TDF_CUBLAS_LIBRARY=/path/to/libcublas.so.13 /tmp/h
 //
-// fake/ stands in for nanobind (GpuBlas.cpp's Python bindings are compiled
-// but never called here). Exit status: the number of failed checks.
-#include "../../python/src/GpuBlas.cpp"
+// Exit status: the number of failed checks.
+#include "../../python/src/GpuRuntime.cpp"
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cmath>

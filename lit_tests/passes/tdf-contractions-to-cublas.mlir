@@ -124,6 +124,23 @@ func.func @negative_types_and_dynamic(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>
   return
 }
 
+// A slice at a dynamic offset (a scan step's x[t]): the layout is static,
+// the offset is passed at run time (extract_strided_metadata), so one
+// cuBLAS call runs it. A dynamic-offset slice of the result's own buffer
+// is refused as a possible overlap (@negative_overlapping_output).
+// CHECK-LABEL: func.func @dynamic_offset_slice
+// CHECK:         %{{[^,]+}}, %[[OFF:[^,]+]], {{.*}} = memref.extract_strided_metadata %{{.*}} : memref<4x8xf32, strided<[8, 1], offset: ?>>
+// CHECK:         %[[PTR:.*]] = memref.extract_aligned_pointer_as_index
+// CHECK:         %[[PTR64:.*]] = arith.index_cast %[[PTR]] : index to i64
+// CHECK:         %[[OFF64:.*]] = arith.index_cast %[[OFF]] : index to i64
+// CHECK:         call @tdf_gpu_contract(%{{[^,]+}}, %[[PTR64]], %[[OFF64]],
+// CHECK-NOT:     linalg.matmul
+func.func @dynamic_offset_slice(%xs: memref<16x4x8xf32>, %w: memref<8x16xf32>, %c: memref<4x16xf32>, %t: index) {
+  %x = memref.subview %xs[%t, 0, 0] [1, 4, 8] [1, 1, 1] : memref<16x4x8xf32> to memref<4x8xf32, strided<[8, 1], offset: ?>>
+  linalg.matmul ins(%x, %w : memref<4x8xf32, strided<[8, 1], offset: ?>>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  return
+}
+
 // The result overlaps an input: views of one device buffer whose byte
 // ranges meet (or cannot be compared). cuBLAS is never handed them.
 // CHECK-LABEL: func.func @negative_overlapping_output

@@ -4,6 +4,8 @@
 // RUN: tdf-opt %s --split-input-file --tdf-lower-to-nvvm="inplace=false stop-at=gpu" | FileCheck %s --check-prefix=GPU
 // RUN: tdf-opt %s --split-input-file --tdf-lower-to-nvvm="inplace=false" | FileCheck %s --check-prefix=PTX
 // RUN: tdf-opt %s --split-input-file --tdf-lower-to-nvvm="inplace=false chip=sm_80" | FileCheck %s --check-prefix=SM80
+// Device buffers from MLIR's runtime (pool=false) or tdf's pool (the default).
+// RUN: tdf-opt %s --split-input-file --tdf-lower-to-nvvm="inplace=false pool=false" | FileCheck %s --check-prefix=NOPOOL
 
 // Element-wise chain in place: x (donated) += y, twice, in x's device buffer.
 func.func private @add_inplace(%acc: memref<64x128xf32>, %rhs: memref<64x128xf32>) attributes {tdf.elementwise} {
@@ -49,12 +51,17 @@ func.func @chain_inplace(%x: tensor<64x128xf32> {tdf.donate}, %y: tensor<64x128x
 // PTX-SAME: .version 8.0\0A.target sm_90
 // PTX-SAME: .entry add_inplace_kernel
 // PTX-LABEL: llvm.func @chain_inplace(
-// PTX: llvm.call @mgpuMemAlloc
+// PTX: llvm.call @tdf_gpu_mem_alloc
 // PTX: llvm.call @mgpuMemcpy
 // PTX: llvm.call @add_inplace(
 // PTX: llvm.call @add_inplace(
 // PTX: llvm.call @mgpuMemcpy
-// PTX: llvm.call @mgpuMemFree
+// PTX: llvm.call @tdf_gpu_mem_free
+// PTX-NOT: @mgpuMemAlloc
+// NOPOOL-LABEL: llvm.func @chain_inplace(
+// NOPOOL: llvm.call @mgpuMemAlloc
+// NOPOOL: llvm.call @mgpuMemFree
+// NOPOOL-NOT: @tdf_gpu_mem_alloc
 
 // SM80: #nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
 // SM80-SAME: .target sm_80

@@ -6,6 +6,7 @@ run it where a GPU exists.
     prog.cubin            # cubin bytes (ptxas found, one kernel module) or None
     prog.report()         # in-place decisions, device copies, host<->device transfers
     out = prog.step(cache, row, 3)   # numpy in/out; raises GPUUnavailableError without a GPU
+    prog.export_library("libstep.so")  # + libstep.json: runs where only numpy and a GPU are
 
 The compilation runs the stages of the ``tdf-lower-to-nvvm`` pipeline
 (:func:`tdf.passes.pipelines.stage_pipelines`) one by one and records what each decided:
@@ -25,7 +26,7 @@ loads the CUDA runtime library, so a machine without a GPU gets a
 Contractions (matmul, batch_matmul, transposed operands, bf16/f16 inputs of
 f32, ...) run through cuBLAS with ``blas=True`` (the default where cuBLAS
 loads): ``tdf-contractions-to-cublas`` makes each one a host call of the
-runtime's ``tdf_gpu_contract`` (``python/src/GpuBlas.cpp``), which waits for
+runtime's ``tdf_gpu_contract`` (``python/src/GpuRuntime.cpp``), which waits for
 the kernels before it, runs one cuBLAS GEMM and waits for it. Such a program
 needs cuBLAS where it runs: without it a call raises
 :class:`GPUUnavailableError` before anything runs; a failure of cuBLAS in a
@@ -44,8 +45,9 @@ import time
 
 from mlir import ir
 
-from . import _tdf
+from . import _tdf, gpu_library
 from .errors import TDFError, format_location
+from .gpu_export import argument_spec as _argument_spec
 from .jit_symbols import mlir_lib
 from .parsing import parse_program
 from .passes.ir_utils import collect_ops, function_type, has_body, is_public, sym_name
@@ -57,6 +59,8 @@ from .vocabulary import (
     DTYPES,
     EMIT_C_INTERFACE_ATTR,
     GPU_CONTRACT,
+    GPU_MEM_ALLOC,
+    GPU_MEM_FREE,
     SCALAR_TYPES,
 )
 
@@ -200,7 +204,9 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
     skips it), ``filename`` (for error locations), ``blas`` (True:
     contractions cuBLAS can run become calls of it, ``tdf_gpu_contract``;
     False: every contraction is a kernel; None, the default: True when
-    cuBLAS and the CUDA driver load on this machine).
+    cuBLAS and the CUDA driver load on this machine), ``pool`` (default
+    True: device buffers from tdf's stream-ordered pool,
+    ``tdf-gpu-pooled-alloc``).
 
     Raises :class:`GPUCompileError` for a bad option (before MLIR sees it),
     :class:`tdf.ParseError` for bad IR, :class:`tdf.PipelineError` when a
@@ -219,14 +225,16 @@ def compile_nvvm(module_or_text, chip: str = "sm_90", inplace: bool = True, stri
         "tile-sizes": opts.pop("tile_sizes", "32,8"),
         "stop-at": "nvvm",
         "blas": _blas_choice(opts.pop("blas", None)),
+        "pool": opts.pop("pool", True),
     }
     if opts:
         raise GPUCompileError(f"compile_nvvm got unknown options: {', '.join(sorted(opts))}")
     if not isinstance(chip, str):
         raise GPUCompileError(f"chip must be a string such as 'sm_90', got {chip!r}")
     if not isinstance(options["opt-level"], int) or not isinstance(options["tile-sizes"], str) \
-            or not isinstance(options["format"], str):
-        raise GPUCompileError("opt_level must be an int, tile_sizes and format strings")
+            or not isinstance(options["format"], str) or not isinstance(options["pool"], bool):
+        raise GPUCompileError("opt_level must be an int, tile_sizes and format strings, "
+                              "pool a bool")
     try:
         stages = lower.stage_pipelines(options)
     except ValueError as err:
@@ -297,10 +305,14 @@ class GPUProgram:
         self._report = report
         self._entries = entries
         self._engine = None
+        callees = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                   for op in collect_ops(module, ("func.call", "llvm.call"))
+                   if "callee" in op.attributes}
         #: Whether the host code calls cuBLAS (``tdf_gpu_contract``).
-        self.uses_cublas = any(
-            ir.FlatSymbolRefAttr(op.attributes["callee"]).value == GPU_CONTRACT
-            for op in collect_ops(module, ("func.call", "llvm.call")) if "callee" in op.attributes)
+        self.uses_cublas = GPU_CONTRACT in callees
+        #: Whether the host code calls tdf's GPU runtime
+        #: (``libtdf_gpu_runtime.so``: cuBLAS calls, the device pool).
+        self.uses_runtime = bool(callees & {GPU_CONTRACT, GPU_MEM_ALLOC, GPU_MEM_FREE})
         for name in entries:
             if not hasattr(self, name):
                 setattr(self, name, _GPUFunction(self, name, entries[name]))
@@ -312,6 +324,17 @@ class GPUProgram:
 
     def functions(self) -> list[str]:
         return list(self._entries)
+
+    def export_library(self, path: str, cpu: str | None = None, opt_level: int = 2) -> dict:
+        """Writes the program as a shared library ``path`` for a machine
+        with a GPU but without MLIR or tdf, and its manifest
+        ``<stem>.json``; returns the manifest. ``cpu``: the x86-64 CPU the
+        host code is compiled for (default ``x86-64-v2``). Load it with
+        :func:`tdf.gpu_library.load_library` (a file that needs only numpy).
+        See :mod:`tdf.gpu_export`."""
+        from .gpu_export import DEFAULT_CPU, export_library
+
+        return export_library(self, path, DEFAULT_CPU if cpu is None else cpu, opt_level)
 
     def _get_engine(self):
         ok, reason = cuda_available()
@@ -327,13 +350,14 @@ class GPUProgram:
                     raise GPUUnavailableError(f"cannot run the GPU program: {name} is missing "
                                               f"from the MLIR package")
                 libs.append(path)
-            engine = ExecutionEngine(self.module, opt_level=2, shared_libs=libs)
             if self.uses_cublas:
                 ok, reason = cublas_available()
                 if not ok:
                     raise GPUUnavailableError(
                         f"cannot run the GPU program: its contractions call cuBLAS "
                         f"(compiled with blas), and {reason} (compile it with blas=False)")
+            engine = ExecutionEngine(self.module, opt_level=2, shared_libs=libs)
+            if self.uses_runtime:
                 for name, address in _tdf.gpu_runtime_symbols().items():
                     engine.raw_register_runtime(name, ctypes.c_void_p(address))
             self._engine = engine
@@ -383,49 +407,34 @@ class _GPUFunction:
             raise type(err)(f"{where} ({type_}): {err}") from None
 
     def __call__(self, *args):
-        import numpy as np
-        from mlir import runtime as rt
-
         self._check(args)
         engine = self.program._get_engine()
-        results = list(self.ftype.results)
-        if len(results) > 1:
-            raise GPUError(f"@{self.name}: calling functions with several results is not supported "
-                           f"on the GPU path yet")
-        packed = []
-        keep = []
-        out_desc = None
-        if results:
-            rtype = results[0]
-            if not isinstance(rtype, ir.RankedTensorType):
-                raise GPUError(f"@{self.name}: only tensor results can be returned")
-            ctype = rt.as_ctype(DTYPES[str(rtype.element_type)])
-            out_desc = rt.make_nd_memref_descriptor(rtype.rank, ctype)()
-            packed.append(ctypes.pointer(ctypes.pointer(out_desc)))
+        results = [_argument_spec(t) for t in self.ftype.results]
+        if any("scalar" in spec for spec in results):
+            raise GPUError(f"@{self.name}: only tensor results can be returned")
+        packed, keep = [], []
         for index, (arg, type_) in enumerate(zip(args, self.ftype.inputs)):
             if isinstance(type_, ir.RankedTensorType):
-                desc = rt.get_ranked_memref_descriptor(arg)
-                keep.append(desc)
-                packed.append(ctypes.pointer(ctypes.pointer(desc)))
+                keep.append(gpu_library.array_descriptor(arg))
+                packed.append(ctypes.pointer(ctypes.pointer(keep[-1])))
             else:
-                value = self._scalar(index, type_, arg)
-                keep.append(value)
-                packed.append(ctypes.pointer(value))
+                keep.append(self._scalar(index, type_, arg))
+                packed.append(ctypes.pointer(keep[-1]))
+        struct = gpu_library.results_struct(results) if results else None
+        if struct is not None:
+            packed.insert(0, ctypes.pointer(ctypes.pointer(struct)))
         _tdf.gpu_take_error()  # none is pending: a failed call raised
         engine.invoke(self.name, *packed)
         failure = _tdf.gpu_take_error()
+        free = _libc_free()
         if failure:
-            if out_desc is not None and out_desc.allocated:
-                ctypes.CDLL(None).free(ctypes.cast(out_desc.allocated, ctypes.c_void_p))
+            if struct is not None:
+                gpu_library.free_results(struct, len(results), args, free)
             raise GPUError(f"@{self.name}: {failure}")
-        if out_desc is None:
-            return None
-        address = ctypes.cast(out_desc.aligned, ctypes.c_void_p).value
-        for arg in args:
-            if isinstance(arg, np.ndarray) and arg.ctypes.data == address:
-                return arg  # the donated argument, updated
-        view = rt.ranked_memref_to_numpy([out_desc])
-        result = np.array(view, copy=True)
-        libc = ctypes.CDLL(None)
-        libc.free(ctypes.cast(out_desc.allocated, ctypes.c_void_p))
-        return result
+        return None if struct is None else gpu_library.take_results(struct, results, args, free)
+
+
+def _libc_free():
+    free = ctypes.CDLL(None).free
+    free.argtypes = [ctypes.c_void_p]
+    return free

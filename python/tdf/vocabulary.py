@@ -33,7 +33,7 @@ __all__ = [
     "INPLACE_INDICES_ATTR", "STRIDED_OF_ATTR", "TRANSFER_ATTR", "RUNTIME_SITES_ATTR",
     "EMIT_C_INTERFACE_ATTR", "MEMORY_PLAN_ATTR", "ARENA_ATTR", "ASSUME_UNALIASED", "TENSOR_VIEW_OPS", "MEMREF_VIEW_OPS",
     "DEST_OPERAND", "DTYPES", "SCALAR_TYPES", "element_type_name", "element_nbytes",
-    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GPU_CONTRACT", 
+    "static_nbytes", "BOUNDS_ERROR", "ALLOC_ERROR", "CONTRACT", "GPU_CONTRACT", "GPU_MEM_ALLOC", "GPU_MEM_FREE",
     "PARALLEL_FOR", "PARALLEL_BODY_ATTR", "SORT", "CONV", "CPU_ONLY_FUNCTIONS", "RUNTIME_FUNCTIONS",
     "SITE_SEPARATOR",
 ]
@@ -53,9 +53,14 @@ CONTRACT = "tdf_rt_contract"
 #: the address of an i64 descriptor.
 CONV = "tdf_rt_conv"
 #: The cuBLAS route of contractions on the GPU path
-#: (``tdf-contractions-to-cublas``, ``python/src/GpuBlas.cpp``): the same
+#: (``tdf-contractions-to-cublas``, ``python/src/GpuRuntime.cpp``): the same
 #: parameters, device pointers; defined in GPU programs' engines.
 GPU_CONTRACT = "tdf_gpu_contract"
+#: Device buffers from the runtime's stream-ordered pool
+#: (``tdf-gpu-pooled-alloc``): MLIR's ``mgpuMemAlloc``/``mgpuMemFree``
+#: arguments.
+GPU_MEM_ALLOC = "tdf_gpu_mem_alloc"
+GPU_MEM_FREE = "tdf_gpu_mem_free"
 #: The thread pool (``python/src/Parallel.cpp``): ``(task, context, n)`` runs
 #: ``task(context, t)`` for t in [0, n) on the caller and the pool's workers,
 #: each with the caller's floating-point mode (``tdf-launch-parallel``; two
