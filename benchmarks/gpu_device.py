@@ -20,7 +20,8 @@ Programs:
   program compiled by ``tdf.compile`` for the CPU, same inputs;
 - JAX programs (``jax.jit`` on the GPU is the oracle and the time anchor):
   GEMMs (f32 ``x @ w``, ``x @ w.T``, bf16 batched ``q @ k^T``), an MLP
-  forward pass, the GPT-2 prefill, Adam update and RNN scan of
+  forward pass, the GPT-2 prefill and decode step (KV caches donated, the
+  position read on the host), MLP train step, Adam update and RNN scan of
   ``models.py``; some also with other options (:data:`VARIANTS`:
   ``<name>_kernels`` without cuBLAS, ``<name>_nopool`` without tdf's
   device pool). Expected: ``jax.jit`` on this machine's CPU, and, on the
@@ -116,6 +117,17 @@ def _jax_programs(tiny: bool) -> dict:
     programs["adam"] = (models.adam, (tree, grads, zeros, zeros), (0, 2, 3), 1e-4)
     rnn, rp, xs, h0 = models.make_rnn(*((32, 16, 4, 16) if tiny else (256, 128, 16, 64)))
     programs["rnn_scan"] = (rnn, (rp, xs, h0), (), 1e-4)
+    # A decode step over donated KV caches (random, so that attention reads
+    # something), the position a scalar the host reads.
+    cache = (c["layers"], c["heads"], c["seq"], c["dim"] // c["heads"])
+    programs["gpt2_decode"] = (models.make_gpt2_decode(c),
+                               (models._gpt2_params(c), f32(*cache), f32(*cache), np.int32(3),
+                                np.int32(5)), (1, 2), 1e-4)
+    step, params = models.make_mlp_train([64, 64, 10] if tiny else [784, 512, 512, 10])
+    batch = 16 if tiny else 128
+    x = rng.standard_normal((batch, 64 if tiny else 784)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+    programs["mlp_train"] = (step, (params, x, y), (0,), 1e-4)
     return programs
 
 
@@ -305,6 +317,9 @@ def run(out_dir: str, reps: int, out_file: str | None) -> int:
             inputs = _copy(args)
             out = call(*inputs)
             outs = list(out) if isinstance(out, tuple) else [out]
+            # Results that are a donated argument, updated in place.
+            row["in_place_results"] = sum(any(o is inputs[i] for i in entry["donate"])
+                                          for o in outs)
             worst = 0.0
             for got, want in zip(outs, expected):
                 got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
@@ -356,7 +371,8 @@ def run(out_dir: str, reps: int, out_file: str | None) -> int:
             s = row["seconds"]
             extra = (f"; tdf {s['tdf'] * 1e3:.3f} ms, jax.jit numpy {s['jax_numpy'] * 1e3:.3f} ms, "
                      f"on device {s['jax_device'] * 1e3:.3f} ms, tdf/jax {row['tdf_over_jax']:.2f}")
-        print(f"{'ok  ' if row['ok'] else 'FAIL'} {name}: max error {row.get('max_error')}"
+        print(f"{'ok  ' if row['ok'] else 'FAIL'} {name}: max error {row.get('max_error')}, "
+              f"{row.get('in_place_results', 0)} results in place"
               f"{' ' + row['error'] if 'error' in row else ''}{extra}", flush=True)
     if out_file:
         with open(out_file, "w") as f:

@@ -35,6 +35,7 @@ from . import (  # noqa: F401
     gpu_check_host_access,
     gpu_coalesce,
     gpu_device_memory,
+    gpu_host_scalars,
     gpu_pooled_alloc,
     guard_bf16_narrowing,
     inline_kernels,

@@ -4,11 +4,12 @@ device memory after GPU mapping.
 Runs after ``gpu-kernel-outlining`` in ``tdf-lower-to-nvvm``: every buffer
 is then a device buffer, so host code (``func.func`` bodies outside
 ``gpu.module``) may only pass them around, take views and launch kernels. A
-remaining load, store, copy, vector transfer or linalg op would dereference
-a device pointer on the host; each one is reported as an error naming the op
-and the pass fails. Host buffers of the entry bridge
-(``tdf-gpu-device-memory``) are only touched by ``gpu.memcpy``. It changes
-nothing. No options.
+remaining load, store, copy, vector transfer or linalg op on a device buffer
+(``tdf-gpu-device-memory``'s ``device_buffer``) would dereference a device
+pointer on the host; each one is reported as an error naming the op and the
+pass fails. Host buffers (an entry point's arguments, ``memref.alloc`` /
+``alloca`` of host code: ``tdf-gpu-host-scalars``' copies of small device
+buffers) may be read and written. It changes nothing. No options.
 
 Example error::
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from .gpu_device_memory import device_buffer
 from .registry import PassContext, register_pass
 
 __all__ = ["gpu_check_host_access"]
@@ -39,7 +41,9 @@ def gpu_check_host_access(op, ctx: PassContext) -> None:
         name = inner.name
         if name == "gpu.module":
             return ir.WalkResult.SKIP
-        if name in _HOST_FORBIDDEN or (name.startswith("linalg.") and name != "linalg.yield"):
+        if (name in _HOST_FORBIDDEN or (name.startswith("linalg.") and name != "linalg.yield")) \
+                and any(device_buffer(v) for v in inner.operands
+                        if isinstance(v.type, ir.MemRefType)):
             ctx.error(inner, f"{name} accesses device memory on the host: not supported on "
                              f"the GPU path (compute it in a kernel)")
         return ir.WalkResult.ADVANCE

@@ -13,7 +13,9 @@ these are exactly the copies the in-place rules could not avoid). A buffer
 with a non-identity layout cannot be placed and is an error.
 
 Public functions are the entry points called with host buffers: each memref
-argument gets a device buffer and an ``h2d`` ``gpu.memcpy``; at the return,
+argument gets a device buffer and an ``h2d`` ``gpu.memcpy`` (a host
+``memref.load`` of an argument that is not donated, which the program
+never writes, keeps reading the host buffer); at the return,
 donated (``tdf.donate``/writable) arguments are copied back (``d2h``) and a
 result that is a donated argument's buffer returns that argument; other
 results are copied to fresh host buffers. Every transfer carries
@@ -46,11 +48,11 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, linalg, memref
 
-from ..vocabulary import ARENA_ATTR, DONATE_ATTR, TRANSFER_ATTR, WRITABLE_ATTR
-from .ir_utils import arg_dicts, collect_ops, has_body, is_public
+from ..vocabulary import ARENA_ATTR, DONATE_ATTR, MEMREF_VIEW_OPS, TRANSFER_ATTR, WRITABLE_ATTR
+from .ir_utils import arg_dicts, collect_ops, defining_op, has_body, is_public
 from .registry import PassContext, register_pass
 
-__all__ = ["TRANSFER_ATTR", "gpu_device_memory"]
+__all__ = ["TRANSFER_ATTR", "gpu_device_memory", "host_code", "device_buffer", "transfer"]
 
 
 def _dynamic_sizes(value, mtype):
@@ -68,7 +70,9 @@ def _identity(mtype) -> bool:
     return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mtype.rank)
 
 
-def _memcpy(dst, src, direction: str):
+def transfer(dst, src, direction: str):
+    """A ``gpu.memcpy`` from ``src`` to ``dst`` tagged ``tdf.transfer =
+    direction`` (``h2d``/``d2h``: the report counts them)."""
     op = gpu.MemcpyOp(None, [], dst, src)
     op.operation.attributes[TRANSFER_ATTR] = ir.StringAttr.get(direction)
     return op
@@ -104,6 +108,37 @@ def _device_memory_in_body(func, ctx: PassContext) -> list:
     return allocs
 
 
+def device_buffer(value) -> bool:
+    """Whether memref ``value`` is device memory once this pass has run: a
+    ``gpu.alloc``, a view of one, or a parameter of a private function
+    (host code calls them with device buffers); not a host buffer (a
+    ``memref.alloc``/``alloca``, an entry point's argument, or a view of
+    one)."""
+    owner = defining_op(value)
+    while owner is not None and owner.name in MEMREF_VIEW_OPS:
+        value = owner.operands[0]
+        owner = defining_op(value)
+    if owner is None:  # a block argument
+        parent = value.owner.owner
+        if parent is None or parent.operation.name != "func.func":
+            return True  # carried by a loop of host code: a device buffer
+        return not is_public(parent.operation)
+    return owner.name == "gpu.alloc"
+
+
+def host_code(op, func) -> bool:
+    """Whether ``op`` of ``func`` runs on the host: no ancestor (up to
+    ``func``) whose region becomes a kernel (``scf.parallel``,
+    ``gpu.launch``) and not inside a linalg op's body."""
+    parent = op.parent
+    while parent is not None and parent.operation != func.operation:
+        name = parent.operation.name
+        if name in ("scf.parallel", "gpu.launch") or name.startswith("linalg."):
+            return False
+        parent = parent.operation.parent
+    return True
+
+
 def _bridge_entry(func, allocs, ctx: PassContext) -> None:
     """Explicit transfers at a public entry point: every memref argument is
     copied to a fresh device buffer (h2d); at each return, donated arguments
@@ -112,6 +147,8 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
     ``tdf.donate`` attributes are dropped (the transfers now say it)."""
     block = func.regions[0].blocks[0]
     attrs = arg_dicts(func)
+    donated = {i for i, d in enumerate(attrs)
+               if DONATE_ATTR in d or (WRITABLE_ATTR in d and ir.BoolAttr(d[WRITABLE_ATTR]).value)}
     first = block.operations[0]
     mirrors = {}  # device value -> argument index
     device_of = {}
@@ -121,10 +158,14 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
         if not _identity(arg.type):
             ctx.error(func, f"argument #{index} has type {arg.type}: the GPU path needs identity layouts")
             return
-        uses = [(use.owner, use.operand_number) for use in arg.uses]
+        # A host load of an argument the program never writes (not donated:
+        # One-Shot Bufferize copies before writing one) reads the host buffer.
+        uses = [(use.owner, use.operand_number) for use in arg.uses
+                if index in donated or use.owner.name != "memref.load"
+                or not host_code(use.owner, func)]
         with ir.InsertionPoint(first), func.location:
             device = gpu.AllocOp(arg.type, None, [], _dynamic_sizes(arg, arg.type), [])
-            _memcpy(device.results[0], arg, "h2d")
+            transfer(device.results[0], arg, "h2d")
         for owner, number in uses:
             owner.operands[number] = device.results[0]
         mirrors[device.results[0]] = index
@@ -136,8 +177,6 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
     # memref.dealloc made gpu.dealloc) are not freed a second time.
     entry_allocs = [a for a in allocs if a.block == block
                     and not any(use.owner.name == "gpu.dealloc" for use in a.results[0].uses)]
-    donated = {i for i, d in enumerate(attrs)
-               if DONATE_ATTR in d or (WRITABLE_ATTR in d and ir.BoolAttr(d[WRITABLE_ATTR]).value)}
     returns = [op for op in block.operations if op.name == "func.return"]
     if not returns:
         ctx.error(func, "the GPU path needs a single-block entry function ending in func.return")
@@ -146,7 +185,7 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
         with ir.InsertionPoint(ret), ret.location:
             for index in sorted(donated):
                 if index in device_of:
-                    _memcpy(block.arguments[index], device_of[index], "d2h")
+                    transfer(block.arguments[index], device_of[index], "d2h")
                     ctx.statistic("transfers-d2h")
             new_operands = []
             for value in ret.operands:
@@ -158,7 +197,7 @@ def _bridge_entry(func, allocs, ctx: PassContext) -> None:
                     continue
                 host_type = ir.MemRefType.get(value.type.shape, value.type.element_type)
                 host = memref.alloc(host_type, _dynamic_sizes(value, value.type), [])
-                _memcpy(host, value, "d2h")
+                transfer(host, value, "d2h")
                 ctx.statistic("transfers-d2h")
                 new_operands.append(host)
             for alloc in entry_allocs:

@@ -510,6 +510,7 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
         ("gpu", ", ".join([
             "tdf-gpu-device-memory",
             *(["tdf-contractions-to-cublas"] if use_blas(options["blas"]) else []),
+            "tdf-gpu-host-scalars",
             "func.func(convert-linalg-to-parallel-loops, canonicalize)",
             "tdf-gpu-coalesce",
             "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes="

@@ -269,15 +269,22 @@ def test_bad_chip_never_aborts_python():
 
 
 def test_host_read_of_device_memory_is_located_error():
+    """A host read of a computed tensor too large to copy back whole
+    (tdf-gpu-host-scalars' 256 bytes) is a located error; a read of an
+    argument (the caller's host buffer) compiles."""
     text = """
-func.func @first(%x: tensor<8xf32>) -> f32 {
+func.func @first(%x: tensor<128xf32>) -> f32 {
   %c0 = arith.constant 0 : index
-  %v = tensor.extract %x[%c0] : tensor<8xf32>
+  %e = tensor.empty() : tensor<128xf32>
+  %y = linalg.exp ins(%x : tensor<128xf32>) outs(%e : tensor<128xf32>) -> tensor<128xf32>
+  %v = tensor.extract %y[%c0] : tensor<128xf32>
   return %v : f32
 }
 """
-    with pytest.raises(tdf.PipelineError, match=r"first\.mlir:4:8: error: memref\.load accesses device memory"):
+    with pytest.raises(tdf.PipelineError, match=r"first\.mlir:6:8: error: memref\.load accesses device memory"):
         gpu.compile_nvvm(text, inplace=False, filename="first.mlir")
+    argument = text.replace("tensor.extract %y[%c0]", "tensor.extract %x[%c0]")
+    assert "memref.load %arg0" in gpu.compile_nvvm(argument, inplace=False, ptxas=False).gpu_text
 
 
 def test_module_input_is_not_modified():
@@ -397,3 +404,48 @@ def test_final_module_translates_and_needs_only_the_cuda_runtime(pool):
         assert symbol in done.stderr
     for symbol in ["mgpuMemAlloc", "mgpuMemFree"] if pool else ["tdf_gpu_mem_alloc"]:
         assert symbol not in done.stderr
+
+
+def _decode_like(cache, x, g, pos):
+    """A decode step's host scalars: a LayerNorm (its mean and variance are
+    reductions to a scalar that a fused loop reads), the position (an
+    argument) indexing a donated cache."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    mu = jnp.mean(x)
+    y = (x - mu) * lax.rsqrt(jnp.mean((x - mu) ** 2) + 1e-5) * g
+    return lax.dynamic_update_slice(cache, y[None], (pos, 0))
+
+
+@needs_ptxas
+def test_host_scalars_of_a_jax_decode_step_compile():
+    """A JAX decode step reads scalars on the host: the position argument
+    (read from the caller's buffer) and LayerNorm's reductions (one-thread
+    kernels, copied back 4 bytes each: tdf-gpu-host-scalars). Before, the
+    GPU path refused it (host read of device memory)."""
+    import tdf.jax
+
+    args = (np.zeros((16, 64), np.float32), np.ones(64, np.float32), np.ones(64, np.float32),
+            np.int32(3))
+    text = tdf.jax.jit(_decode_like, donate_argnums=(0,)).lower(*args).as_text()
+    prog = gpu.compile_nvvm(text, blas=False)
+    assert prog.cubins  # ptxas accepted every kernel, the one-thread ones too
+    gpu_text = prog.gpu_text
+    assert gpu_text.count('tdf.transfer = "d2h"') >= 3  # two reductions read back + the cache
+    assert "memref.alloca() : memref<f32>" in gpu_text
+    # The pass is what makes it compile.
+    with pytest.raises(tdf.PipelineError, match="accesses device memory on the host"):
+        _without_host_scalars(text)
+
+
+def _without_host_scalars(text):
+    """tdf-lower-to-nvvm's stages with tdf-gpu-host-scalars left out."""
+    from tdf.passes import pipelines
+
+    options = {o.name: o.default for o in pipelines.NVVM_OPTIONS}
+    options.update(blas="false", inplace=True)
+    module = tdf.parse(text, tdf.Context())
+    for _, passes in pipelines.stage_pipelines(options):
+        tdf.run_pipeline(module, "builtin.module(" + passes.replace(
+            "tdf-gpu-host-scalars, ", "").replace(", tdf-gpu-host-scalars", "") + ")")

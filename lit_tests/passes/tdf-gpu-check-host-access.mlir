@@ -1,10 +1,12 @@
 // RUN: tdf-opt %s --split-input-file --tdf-gpu-check-host-access --verify-diagnostics | FileCheck %s
 
-// After GPU mapping every buffer is a device buffer: host code may pass
-// them around, take views, copy with gpu.memcpy and launch kernels. A load,
-// store, copy or linalg op left on the host would dereference a device
-// pointer there: an error naming the op. Code inside gpu.module is device
-// code and is not checked.
+// After GPU mapping every buffer is a device buffer (a gpu.alloc, a view of
+// one, a private function's parameter: host code calls those with device
+// buffers), except an entry point's host arguments and host allocations:
+// host code may pass device buffers around, take views, copy with
+// gpu.memcpy and launch kernels. A load, store, copy or linalg op left on
+// the host would dereference a device pointer there: an error naming the
+// op. Code inside gpu.module is device code and is not checked.
 
 // CHECK-LABEL: func.func @negative_host_launches
 // CHECK-SAME:  (%[[H:.*]]: memref<16xf32>)
@@ -43,7 +45,7 @@ module attributes {gpu.container_module} {
 
 // -----
 
-func.func @host_load(%d: memref<16xf32>, %i: index) -> f32 {
+func.func private @host_load(%d: memref<16xf32>, %i: index) -> f32 {
   // expected-error@+1 {{memref.load accesses device memory on the host: not supported on the GPU path (compute it in a kernel)}}
   %v = memref.load %d[%i] : memref<16xf32>
   return %v : f32
@@ -51,7 +53,7 @@ func.func @host_load(%d: memref<16xf32>, %i: index) -> f32 {
 
 // -----
 
-func.func @host_store(%d: memref<16xf32>, %i: index, %v: f32) {
+func.func private @host_store(%d: memref<16xf32>, %i: index, %v: f32) {
   // expected-error@+1 {{memref.store accesses device memory on the host}}
   memref.store %v, %d[%i] : memref<16xf32>
   return
@@ -59,7 +61,7 @@ func.func @host_store(%d: memref<16xf32>, %i: index, %v: f32) {
 
 // -----
 
-func.func @host_copy(%a: memref<16xf32>, %b: memref<16xf32>) {
+func.func private @host_copy(%a: memref<16xf32>, %b: memref<16xf32>) {
   // expected-error@+1 {{memref.copy accesses device memory on the host}}
   memref.copy %a, %b : memref<16xf32> to memref<16xf32>
   return
@@ -67,7 +69,7 @@ func.func @host_copy(%a: memref<16xf32>, %b: memref<16xf32>) {
 
 // -----
 
-func.func @host_vector_read(%d: memref<16xf32>, %i: index) -> vector<4xf32> {
+func.func private @host_vector_read(%d: memref<16xf32>, %i: index) -> vector<4xf32> {
   %pad = arith.constant 0.0 : f32
   // expected-error@+1 {{vector.transfer_read accesses device memory on the host}}
   %v = vector.transfer_read %d[%i], %pad : memref<16xf32>, vector<4xf32>
@@ -78,8 +80,39 @@ func.func @host_vector_read(%d: memref<16xf32>, %i: index) -> vector<4xf32> {
 
 // A linalg op left on the host (not mapped to a kernel) is reported once,
 // not its body's linalg.yield.
-func.func @host_linalg(%a: memref<16xf32>, %b: memref<16xf32>) {
+func.func private @host_linalg(%a: memref<16xf32>, %b: memref<16xf32>) {
   // expected-error@+1 {{linalg.add accesses device memory on the host}}
   linalg.add ins(%a, %a : memref<16xf32>, memref<16xf32>) outs(%b : memref<16xf32>)
   return
+}
+
+// -----
+
+// negative_: host memory may be read and written on the host: an entry
+// point's argument (the caller's buffer) and a host allocation (the copy
+// tdf-gpu-host-scalars makes of a small device buffer).
+// CHECK-LABEL: func.func @negative_host_buffers
+// CHECK:         memref.load %{{.*}}[] : memref<i32>
+// CHECK:         memref.store
+// CHECK:         memref.load
+func.func @negative_host_buffers(%pos: memref<i32>, %d: memref<f32>) -> (i32, f32) {
+  %v = memref.load %pos[] : memref<i32>
+  %h = memref.alloca() : memref<f32>
+  gpu.memcpy %h, %d : memref<f32>, memref<f32>
+  %c = arith.constant 1.0 : f32
+  memref.store %c, %h[] : memref<f32>
+  %w = memref.load %h[] : memref<f32>
+  return %v, %w : i32, f32
+}
+
+// -----
+
+// A view of a device buffer is device memory, whatever view op made it.
+func.func @view_of_device(%i: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %d = gpu.alloc () : memref<64xi8>
+  %v = memref.view %d[%c0][] : memref<64xi8> to memref<16xf32>
+  // expected-error@+1 {{memref.load accesses device memory on the host}}
+  %x = memref.load %v[%i] : memref<16xf32>
+  return %x : f32
 }

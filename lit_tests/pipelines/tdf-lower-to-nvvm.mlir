@@ -174,3 +174,32 @@ func.func @decode_loop(%cache: tensor<4x16x64xf32> {tdf.donate}, %rows: tensor<4
 // PTX-LABEL: llvm.func @decode_loop(
 // PTX: gpu.binary @decode_loop_kernel
 // PTX-SAME: .target sm_90
+
+// -----
+
+// Scalars read on the host (a decode position, a reduction's result): the
+// argument's read is served by the caller's host buffer, the reduction runs
+// as a one-thread kernel and its 4 bytes are copied back before the read.
+// GPU-LABEL: func.func @host_scalars(
+// GPU-SAME:    %[[X:[^:]+]]: memref<8xf32>, %[[POS:[^:]+]]: memref<i32>
+// GPU:         %[[H:.*]] = memref.alloca() : memref<f32>
+// GPU:         memref.load %[[POS]][] : memref<i32>
+// GPU:         gpu.launch_func {{.*}} blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%[[ONE:.*]], %[[ONE]], %[[ONE]])
+// GPU:         gpu.memcpy {{.*}}%[[H]], %{{.*}} : memref<f32>, memref<f32> {tdf.transfer = "d2h"}
+// GPU:         memref.load %[[H]][] : memref<f32>
+// PTX-LABEL: llvm.func @host_scalars(
+func.func @host_scalars(%x: tensor<8xf32>, %pos: tensor<i32>) -> f32 {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.extract %pos[] : tensor<i32>
+  %e = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %sum = linalg.reduce ins(%x : tensor<8xf32>) outs(%init : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  %s = tensor.extract %sum[] : tensor<f32>
+  %pf = arith.sitofp %p : i32 to f32
+  %r = arith.addf %s, %pf : f32
+  return %r : f32
+}
