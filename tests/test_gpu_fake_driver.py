@@ -198,3 +198,32 @@ def test_in_process_call_matches_the_exported_library(tmp_path, fakes):
                           env=environ, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("ok")
+
+
+def test_gpu_device_benchmark_runs_on_the_stand_in(tmp_path, fakes):
+    """benchmarks/gpu_device.py end to end (export here, run "there") on the
+    stand-ins: the programs whose work is all cuBLAS come out correct; the
+    others run without an error (their kernels do not run, so their values
+    are whatever the buffers held). Keeps the benchmark working between
+    device runs."""
+    script = os.path.join(os.path.dirname(HERE), "benchmarks", "gpu_device.py")
+    folder = str(tmp_path / "export")
+    done = subprocess.run([sys.executable, script, "export", folder, "--tiny"],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    environ = dict(os.environ, LD_LIBRARY_PATH=str(fakes))
+    out = str(tmp_path / "rows.json")
+    done = subprocess.run([sys.executable, script, "run", folder, "--reps", "1", "--out", out],
+                          capture_output=True, text=True, timeout=600, env=environ, check=False)
+    assert done.returncode == 1, done.stderr[-3000:]  # the kernel programs' values
+    with open(out) as f:
+        rows = {row["name"]: row for row in json.load(f)["rows"]}
+    cublas_only = {name for name, row in rows.items()
+                   if row["kernels"] == 0 and row["cublas_calls"] > 0}
+    assert {"bf16_q_kT", "f64_bmm_acc", "gemm_f32_256", "bf16_scores"} <= cublas_only
+    for name, row in rows.items():
+        assert "error" not in row, (name, row.get("error"))
+        if name in cublas_only:
+            assert row["ok"], name
+    assert rows["f64_bmm_acc"]["in_place_results"] == 1
+    assert rows["gemm_f32_256"]["seconds"]["tdf"] > 0
