@@ -21,8 +21,8 @@ Programs:
 - JAX programs (``jax.jit`` on the GPU is the oracle and the time anchor):
   GEMMs (f32 ``x @ w``, ``x @ w.T``, bf16 batched ``q @ k^T``), an MLP
   forward pass, the GPT-2 prefill and decode step (KV caches donated, the
-  position read on the host), MLP train step, Adam update and RNN scan of
-  ``models.py``; some also with other options (:data:`VARIANTS`:
+  position read on the host), MLP train step, Adam update, RNN scan and
+  sparse embedding update of ``models.py``; some also with other options (:data:`VARIANTS`:
   ``<name>_kernels`` without cuBLAS, ``<name>_nopool`` without tdf's
   device pool). Expected: ``jax.jit`` on this machine's CPU, and, on the
   GPU machine, ``jax.jit`` there (matmul precision ``highest``: f32 GEMMs
@@ -128,6 +128,13 @@ def _jax_programs(tiny: bool) -> dict:
     x = rng.standard_normal((batch, 64 if tiny else 784)).astype(np.float32)
     y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
     programs["mlp_train"] = (step, (params, x, y), (0,), 1e-4)
+    # A sparse embedding update (the table donated): the host loops over the
+    # indices (read once, tdf-gpu-host-scalars), one row kernel each.
+    vocab, k = (1000, 32) if tiny else (8192, 512)
+    programs["embed_update"] = (models.embed_update,
+                                (rng.standard_normal((vocab, 128)).astype(np.float32),
+                                 rng.integers(0, vocab, k).astype(np.int32),
+                                 rng.standard_normal((k, 128)).astype(np.float32)), (0,), 1e-5)
     return programs
 
 

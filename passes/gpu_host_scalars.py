@@ -14,7 +14,12 @@ and ``gpu.launch``) of a device buffer with an identity layout, a static
 shape and at most ``max-bytes`` bytes becomes a device-to-host
 ``gpu.memcpy`` of the whole buffer into a host buffer (one ``memref.alloca``
 per buffer and function, at the function's entry) and a load from it; a
-``memref.store`` is copied down, stored into and copied back up. The
+``memref.store`` is copied down, stored into and copied back up. A load in
+host loops (``scf.for``/``while``/``if``) that do not write the buffer
+(through any view: no linalg output, store, copy, memcpy destination or
+call operand) is served by one copy in front of the outermost such loop,
+for buffers of up to ``max-hoisted-bytes``: a scatter loop reading its
+indices reads them once per call, not once per index. The
 copies carry ``tdf.transfer`` (``d2h`` / ``h2d``, counted by the report),
 and ``gpu-async-region`` makes the host wait for the kernels that wrote the
 buffer before it reads. A load of an entry argument that the program never
@@ -33,8 +38,9 @@ A long reduction to a scalar then runs on a single GPU thread: correct, not
 fast.
 
 Runs after ``tdf-contractions-to-cublas`` (a contraction it turned into a
-host call is no linalg op any more). Options: ``max-bytes`` (256);
-statistics ``transfers``, ``single-thread-kernels``.
+host call is no linalg op any more). Options: ``max-bytes`` (256),
+``max-hoisted-bytes`` (65536); statistics ``transfers``,
+``single-thread-kernels``.
 
 Before / after::
 
@@ -52,9 +58,9 @@ import math
 from mlir import ir
 from mlir.dialects import gpu, memref
 
-from ..vocabulary import element_nbytes
+from ..vocabulary import MEMREF_VIEW_OPS, element_nbytes
 from .gpu_device_memory import device_buffer, host_code, transfer
-from .ir_utils import collect_ops, has_body, identity_layout
+from .ir_utils import collect_ops, defining_op, has_body, identity_layout, memref_root
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["gpu_host_scalars"]
@@ -84,6 +90,57 @@ def _outputs(op) -> list:
     return [op.operands[len(op.operands) - 1]] if len(op.operands) else []
 
 
+def _may_write(loop, root) -> bool:
+    """Whether an op inside ``loop`` may write buffer ``root`` (through any
+    view of it): a linalg op's output, a store, a copy's or memcpy's
+    destination, or any other use but a load, a view and a linalg input
+    (a call, say)."""
+    for inner in collect_ops(loop):
+        if inner.operation == loop.operation:
+            continue
+        name = inner.name
+        if name == "memref.load" or name in MEMREF_VIEW_OPS:
+            continue
+        if name.startswith("linalg.") and name != "linalg.yield":
+            candidates = _outputs(inner)
+        elif name == "gpu.memcpy":
+            candidates = [inner.operands[len(inner.operands) - 2]]  # after async deps: dst, src
+        else:
+            candidates = list(inner.operands)
+        if any(isinstance(v.type, ir.MemRefType) and memref_root(v) == root for v in candidates):
+            return True
+    return False
+
+
+def _inside(op, region_op) -> bool:
+    """Whether ``op`` is nested in ``region_op``'s regions."""
+    parent = op.parent
+    while parent is not None:
+        if parent.operation == region_op.operation:
+            return True
+        parent = parent.operation.parent
+    return False
+
+
+def _hoisted_position(access, target, func):
+    """The op to copy ``target`` in front of for a host read ``access``: the
+    outermost loop (or ``scf.if``) around it that does not write the buffer
+    and that ``target`` is defined outside of; ``access`` itself when there
+    is none."""
+    root = memref_root(target)
+    defined_in = defining_op(target)
+    position = access
+    parent = access.parent
+    while parent is not None and parent.operation != func.operation:
+        if parent.operation.name not in ("scf.for", "scf.while", "scf.if"):
+            break
+        if (defined_in is not None and _inside(defined_in, parent)) or _may_write(parent, root):
+            break
+        position = parent.operation
+        parent = parent.operation.parent
+    return position
+
+
 def _launch_single_thread(op) -> None:
     """Moves ``op`` into a ``gpu.launch`` of one block of one thread."""
     with ir.InsertionPoint(op), op.location:
@@ -99,13 +156,15 @@ def _launch_single_thread(op) -> None:
     "Host reads and writes of small device buffers go through a host copy (gpu.memcpy); "
     "one-element linalg ops run as one-thread kernels",
     options=[PassOption("max-bytes", int, 256,
-                        "Largest device buffer a host load or store copies whole")],
+                        "Largest device buffer a host load or store copies whole"),
+             PassOption("max-hoisted-bytes", int, 65536,
+                        "Largest device buffer copied once in front of a loop that reads it")],
     statistics=[("transfers", "device<->host copies made for host loads and stores"),
                 ("single-thread-kernels", "one-element linalg ops launched on one GPU thread")],
 )
 def gpu_host_scalars(op, ctx: PassContext) -> None:
     """See the module docstring."""
-    limit = ctx.option("max-bytes")
+    limit, hoisted_limit = ctx.option("max-bytes"), ctx.option("max-hoisted-bytes")
     transfers = launches = 0
     for func in collect_ops(op, "func.func", has_body):
         for linalg_op in collect_ops(func, where=lambda o: o.name.startswith("linalg.")
@@ -115,22 +174,32 @@ def gpu_host_scalars(op, ctx: PassContext) -> None:
                 launches += 1
         entry = func.regions[0].blocks[0]
         hosts = {}  # device buffer -> its host copy in this function
+        copied = set()  # (device buffer, loop) copied in front of the loop
         for access in collect_ops(func, ("memref.load", "memref.store")):
             target = access.operands[0 if access.name == "memref.load" else 1]
             mtype = ir.MemRefType(target.type)
             if not (host_code(access, func) and device_buffer(target) and identity_layout(mtype)
-                    and mtype.has_static_shape
-                    and math.prod(mtype.shape) * element_nbytes(mtype.element_type) <= limit):
+                    and mtype.has_static_shape):
+                continue
+            # A read in a loop that does not write the buffer copies it once,
+            # before the loop.
+            before = _hoisted_position(access, target, func) \
+                if access.name == "memref.load" else access
+            nbytes = math.prod(mtype.shape) * element_nbytes(mtype.element_type)
+            if nbytes > (limit if before == access else hoisted_limit):
                 continue
             if target not in hosts:
                 with ir.InsertionPoint.at_block_begin(entry), access.location:
                     hosts[target] = memref.alloca(mtype, [], [])
             host = hosts[target]
-            with ir.InsertionPoint(access), access.location:
-                transfer(host, target, "d2h")
+            if (target, before) not in copied:
+                with ir.InsertionPoint(before), access.location:
+                    transfer(host, target, "d2h")
+                transfers += 1
+                if before != access:
+                    copied.add((target, before))
             position = 0 if access.name == "memref.load" else 1
             access.operands[position] = host
-            transfers += 1
             if access.name == "memref.store":
                 with ir.InsertionPoint.after(access), access.location:
                     transfer(target, host, "h2d")

@@ -68,6 +68,71 @@ func.func @indices(%pos: i32) -> (i32, i32) {
 
 // -----
 
+// A scatter loop reads its indices on the host: the loop does not write
+// them, so they are copied once, in front of the loop (2 KiB: over max-bytes,
+// within max-hoisted-bytes), not once per index. The loop's kernel writes
+// another buffer.
+// CHECK-LABEL: func.func @scatter
+// CHECK:         %[[H:.*]] = memref.alloca() : memref<512xi32>
+// CHECK:         %[[IDS:.*]] = gpu.alloc () : memref<512xi32>
+// CHECK:         gpu.memcpy  %[[H]], %[[IDS]] {{.*}}"d2h"
+// CHECK-NEXT:    scf.for
+// CHECK-NOT:       gpu.memcpy
+// CHECK:           memref.load %[[H]][%{{.*}}] : memref<512xi32>
+// CHECK:           linalg.fill
+func.func @scatter(%table: memref<64x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  %one = arith.constant 1.0 : f32
+  %ids = gpu.alloc () : memref<512xi32>
+  scf.for %i = %c0 to %c512 step %c1 {
+    %id = memref.load %ids[%i] : memref<512xi32>
+    %row = arith.index_cast %id : i32 to index
+    %view = memref.subview %table[%row, 0] [1, 8] [1, 1] : memref<64x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    linalg.fill ins(%one : f32) outs(%view : memref<8xf32, strided<[1], offset: ?>>)
+  }
+  return
+}
+
+// -----
+
+// negative_: a loop that writes the buffer it reads (a kernel's output, here
+// through a view) reads a fresh copy each iteration; and a 2 KiB buffer is
+// then over max-bytes, so a loop that writes it keeps its read on the
+// device (left to tdf-gpu-check-host-access).
+// CHECK-LABEL: func.func @negative_written_in_loop
+// CHECK:         scf.for
+// CHECK-NEXT:      linalg.fill
+// CHECK-NEXT:      gpu.memcpy  %{{.*}}, %[[S:.*]] {{.*}}"d2h"
+// CHECK-NEXT:      memref.load
+// CHECK:         scf.for
+// CHECK-NOT:       gpu.memcpy
+// CHECK:           memref.load %[[BIG:.*]][%{{.*}}] : memref<512xi32>
+func.func @negative_written_in_loop(%n: index) -> (f32, i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %z = arith.constant 0 : i32
+  %s = gpu.alloc () : memref<4xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> f32 {
+    linalg.fill ins(%acc : f32) outs(%s : memref<4xf32>)
+    %v = memref.load %s[%c0] : memref<4xf32>
+    %a = arith.addf %acc, %v : f32
+    scf.yield %a : f32
+  }
+  %big = gpu.alloc () : memref<512xi32>
+  %q = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> i32 {
+    %view = memref.subview %big[0] [4] [1] : memref<512xi32> to memref<4xi32, strided<[1]>>
+    linalg.fill ins(%acc : i32) outs(%view : memref<4xi32, strided<[1]>>)
+    %v = memref.load %big[%i] : memref<512xi32>
+    scf.yield %v : i32
+  }
+  return %r, %q : f32, i32
+}
+
+// -----
+
 // negative_: what the pass leaves alone. Host memory (an entry point's
 // argument); a device buffer over max-bytes; a view with an offset (no
 // identity layout); a load inside a loop that becomes a kernel; a linalg
