@@ -48,8 +48,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, linalg, memref
 
-from ..vocabulary import ARENA_ATTR, DONATE_ATTR, MEMREF_VIEW_OPS, TRANSFER_ATTR, WRITABLE_ATTR
-from .ir_utils import arg_dicts, collect_ops, defining_op, has_body, is_public
+from ..vocabulary import ARENA_ATTR, DONATE_ATTR, TRANSFER_ATTR, WRITABLE_ATTR
+from .ir_utils import arg_dicts, collect_ops, defining_op, has_body, is_public, memref_root
 from .registry import PassContext, register_pass
 
 __all__ = ["TRANSFER_ATTR", "gpu_device_memory", "host_code", "device_buffer", "transfer"]
@@ -109,21 +109,18 @@ def _device_memory_in_body(func, ctx: PassContext) -> list:
 
 
 def device_buffer(value) -> bool:
-    """Whether memref ``value`` is device memory once this pass has run: a
-    ``gpu.alloc``, a view of one, or a parameter of a private function
-    (host code calls them with device buffers); not a host buffer (a
-    ``memref.alloc``/``alloca``, an entry point's argument, or a view of
-    one)."""
-    owner = defining_op(value)
-    while owner is not None and owner.name in MEMREF_VIEW_OPS:
-        value = owner.operands[0]
-        owner = defining_op(value)
-    if owner is None:  # a block argument
-        parent = value.owner.owner
-        if parent is None or parent.operation.name != "func.func":
-            return True  # carried by a loop of host code: a device buffer
-        return not is_public(parent.operation)
-    return owner.name == "gpu.alloc"
+    """Whether memref ``value`` may be device memory once this pass has
+    run: anything but a host buffer -- a ``memref.alloc``/``alloca`` of host
+    code, an entry point's argument, or a view of one. (A ``gpu.alloc``, a
+    private function's parameter, which host code passes device buffers to,
+    a loop-carried buffer or a call's result are device memory.)"""
+    root = memref_root(value)
+    owner = defining_op(root)
+    if owner is None:  # a block argument: an entry point's is the caller's
+        parent = root.owner.owner
+        return not (parent is not None and parent.operation.name == "func.func"
+                    and is_public(parent.operation))
+    return owner.name not in ("memref.alloc", "memref.alloca")
 
 
 def host_code(op, func) -> bool:

@@ -116,3 +116,15 @@ func.func @view_of_device(%i: index) -> f32 {
   %x = memref.load %v[%i] : memref<16xf32>
   return %x : f32
 }
+
+// -----
+
+// A buffer a call returns may be device memory (host code hands device
+// buffers around): reading it on the host is an error.
+func.func private @make() -> memref<4xf32>
+func.func @call_result(%i: index) -> f32 {
+  %m = call @make() : () -> memref<4xf32>
+  // expected-error@+1 {{memref.load accesses device memory on the host}}
+  %v = memref.load %m[%i] : memref<4xf32>
+  return %v : f32
+}
