@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     analysis,
     arena_alias_scopes,
     bounds_checks,
+    check_copy_before_write,
     check_sizes,
     contractions_to_blas,
     contractions_to_cublas,

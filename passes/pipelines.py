@@ -138,7 +138,9 @@ def bufferize_pipeline(options: dict) -> str:
     ``copy-before-write`` (bool, default false): the functional baseline --
     One-Shot Bufferize skips its analysis and copies before **every** write
     (nothing runs in place, donation buys nothing). Only for measuring what
-    in place saves. Before (a donated row update)::
+    in place saves; a ``func.call`` with tensors is an error in this mode
+    (``tdf-check-copy-before-write``: One-Shot would crash on it). Before (a
+    donated row update)::
 
         %new = tensor.insert_slice %row into %cache[%pos, 0] [1, 4] [1, 1]
             : tensor<1x4xf32> into tensor<8x4xf32>
@@ -152,6 +154,8 @@ def bufferize_pipeline(options: dict) -> str:
     """
     one_shot_pass = ONE_SHOT_COPY_BEFORE_WRITE if options["copy-before-write"] else ONE_SHOT
     passes = ["tdf-check-sizes"] if options["check-sizes"] else []
+    if options["copy-before-write"]:
+        passes.append("tdf-check-copy-before-write")  # One-Shot would crash on calls
     passes += ["tdf-donate", one_shot_pass, "canonicalize", "cse", "tdf-drop-donated-results"]
     if options["plan-memory"]:
         # canonicalize: a loop that now yields its own iter_arg drops it
@@ -326,7 +330,7 @@ CPU_OPTIONS = [
                "Identical linalg ops compiled once, as calls of one function (tdf-share-loop-nests)"),
     PassOption("nest-depth", int, NEST_DEPTH,
                "Control flow nested deeper than this moves into functions of its own "
-               "(tdf-outline-deep-nests; 0: no limit)"),
+               "(tdf-outline-deep-nests; 0: no limit; not with copy-before-write)"),
     PassOption("fuse-kernels", bool, True,
                "Inline chains of kernel calls and fuse them (tdf-inline-kernels, "
                "tdf-fuse-elementwise)"),
@@ -354,10 +358,12 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     values: dict[str, Any] = {o.name: o.default for o in CPU_OPTIONS}
     values.update(options)
     copy_before_write = values["copy-before-write"]
+    # The baseline outlines no nest: its calls would stop copy-before-write
+    # bufferization (tdf-check-copy-before-write).
     stages = [("inplace", inplace_stage(values["inplace"], copy_before_write,
                                         values["fuse-kernels"], values["blas"],
                                         values["split-reductions"], values["plan-memory"],
-                                        values["nest-depth"]))]
+                                        0 if copy_before_write else values["nest-depth"]))]
     if values["strict"]:
         stages.append(("strict", [STRICT_CHECK]))
     # tdf-check-sizes ran first in the inplace stage.

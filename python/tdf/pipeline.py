@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from mlir import ir, passmanager
 
 from .errors import DiagnosticRecord, PipelineError
@@ -35,6 +37,34 @@ class capture_diagnostics:
         # (through a nanobind object the GC cannot traverse) keeps the
         # context, and every module in it, alive.
         self._handler = None
+
+
+#: One-Shot Bufferize with ``copy-before-write`` and function boundaries
+#: (its options as the pass manager prints them).
+_COPY_BEFORE_WRITE = re.compile(r"one-shot-bufferize\{[^}]*\bcopy-before-write=true\b")
+
+
+def _check_copy_before_write(pm, op, captured, filename: str | None) -> None:
+    """MLIR 22's One-Shot Bufferize crashes the process (SIGSEGV in
+    ``getCalledFunction``) when ``copy-before-write`` meets a ``func.call``
+    with tensors across function boundaries: a pipeline with that pass
+    refuses such a module first (``PipelineError``, the calls located; the
+    ``tdf-check-copy-before-write`` pass, which ``tdf-bufferize`` runs in
+    that mode)."""
+    text = str(pm)
+    if not any("bufferize-function-boundaries=true" in m.group(0) + text[m.end():].split("}")[0]
+               for m in _COPY_BEFORE_WRITE.finditer(text)):
+        return
+    check = passmanager.PassManager.parse("builtin.module(tdf-check-copy-before-write)",
+                                          context=op.context)
+    try:
+        check.run(op)
+    except ir.MLIRError as err:
+        records = captured.records or [
+            DiagnosticRecord.from_mlir(d, filename) for d in err.error_diagnostics]
+        raise PipelineError("pass pipeline refused: one-shot-bufferize{copy-before-write "
+                            "bufferize-function-boundaries} would crash on the module's "
+                            "calls", records) from None
 
 
 def run_pipeline(module, pipeline: str, filename: str | None = None,
@@ -87,6 +117,7 @@ def run_pipeline(module, pipeline: str, filename: str | None = None,
             raise PipelineError(f"invalid pass pipeline {pipeline!r}: {err}",
                                 captured.records) from None
         pm.enable_verifier(verify_each)
+        _check_copy_before_write(pm, op, captured, filename)
         try:
             pm.run(op)
             if not verify_each:
