@@ -527,6 +527,28 @@ def test_dense_array_of_index_is_refused_before_parsing(attr):
     tdf.parse(kept, filename="k.mlir")
 
 
+@pytest.mark.parametrize("dim", ["dim(-1)", "dim(-9223372036854775808)",
+                                 "dim(9223372036854775808)", "dim( -0x1 )"])
+def test_negative_concat_dim_is_refused_before_parsing(dim):
+    """Regression (found by the malformed-input fuzz on a lit file's concat):
+    tensor.concat's verifier indexed the shape with a negative dim and
+    aborted. A dim at or past the rank stays the verifier's own error, a
+    valid one parses, and a commented-out one is ignored."""
+    text = ("func.func @f(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<32xf32> {\n"
+            f"  %c = tensor.concat {dim} %x, %y : (tensor<16xf32>, tensor<16xf32>) -> "
+            "tensor<32xf32>\n  return %c : tensor<32xf32>\n}\n")
+    proc = _opt(["-"], text)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert "<stdin>:2:" in proc.stderr and "tensor.concat dim" in proc.stderr
+    with pytest.raises(tdf.ParseError, match=r"c.mlir:2:\d+: error: tensor.concat dim"):
+        tdf.parse(text, filename="c.mlir")
+    with pytest.raises(tdf.ParseError, match="concatenation dim must be less than the tensor rank"):
+        tdf.parse(text.replace(dim, "dim(1)"), filename="c.mlir")
+    tdf.parse(text.replace(dim, "dim(0)"), filename="c.mlir")
+    tdf.parse("// tensor.concat dim(-1)\n" + text.replace(dim, "dim(0)"), filename="c.mlir")
+
+
 # A use before its definition in a sibling region, then a parse error: MLIR's
 # parser resolved the forward reference, destroyed the definition first on
 # the error and aborted (found by the malformed-input fuzz; reduced).

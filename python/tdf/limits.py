@@ -36,6 +36,7 @@ __all__ = [
     "check_nesting",
     "check_from_elements",
     "check_dense_arrays",
+    "check_concat_dims",
     "check_forward_uses",
     "forward_use_into_region",
     "check_parser_limits",
@@ -238,6 +239,35 @@ def check_linalg_index_lists(text: str, filename: str = "<input>") -> None:
             offset += len(item) + 1
 
 
+#: The ``dim`` of a ``tensor.concat`` (custom ``dim(N)``, generic ``dim = N``).
+_CONCAT_DIM = re.compile(
+    r'tensor\.concat"?[^\n]*?\bdim\s*(?:\(|=)\s*(-?\s*(?:0x[0-9a-fA-F]+|\d+))')
+
+
+def check_concat_dims(text: str, filename: str = "<input>") -> None:
+    """Raises :class:`InputError` for a ``tensor.concat`` whose ``dim`` is
+    negative as a 64-bit integer (``dim(-1)``, or ``dim(2^63)``, which the
+    parser wraps): its verifier checks ``dim < rank`` and then indexes the
+    shape with it, which aborts the process (``invalid index for shaped
+    type``). A valid ``dim`` is in ``[0, rank)``, so no valid program is
+    refused; a ``dim`` at or past the rank is the verifier's own error."""
+    if "tensor.concat" not in text:
+        return
+    for match in _CONCAT_DIM.finditer(text):
+        before = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+        if "//" in before:
+            continue  # a comment
+        literal = match.group(1).replace(" ", "")
+        value = int(literal, 16 if "0x" in literal else 10)
+        if 0 <= value < 1 << 63:
+            continue
+        line, column = _line_col(text, match.start(1))
+        raise InputError(
+            filename, line, column,
+            f"tensor.concat dim {literal} is not in [0, 2^63); tdf refuses it before "
+            f"parsing (MLIR's tensor.concat verifier would abort on it)")
+
+
 _INDEX_ARRAY = re.compile(r"(?<![\w.!$#-])array\s*<\s*index\s*[:>]")
 
 
@@ -360,13 +390,15 @@ def check_parser_limits(text: str, filename: str = "<input>") -> None:
     (:func:`check_from_elements`), reassociation indices
     (:func:`check_reassociation`), linalg index lists
     (:func:`check_linalg_index_lists`), dense arrays of ``index``
-    (:func:`check_dense_arrays`) and values used before a definition nested
+    (:func:`check_dense_arrays`), negative ``tensor.concat`` dims
+    (:func:`check_concat_dims`) and values used before a definition nested
     deeper (:func:`check_forward_uses`). Raises :class:`InputError`."""
     check_nesting(text, filename)
     check_from_elements(text, filename)
     check_reassociation(text, filename)
     check_linalg_index_lists(text, filename)
     check_dense_arrays(text, filename)
+    check_concat_dims(text, filename)
     check_forward_uses(text, filename)
 
 
