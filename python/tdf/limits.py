@@ -297,6 +297,13 @@ def check_dense_arrays(text: str, filename: str = "<input>") -> None:
 _SSA_TOKENS = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"?|[{}]|'
                          r'(%[\w$.\-]+)(?:[:#]\d+)?(\s*=(?!=)|:(?=[ \t]*[^\s:]))?')
 
+#: Several names declared at once: a multi-result op's ``%a, %b =``, or a
+#: parenthesized list a custom syntax declares (``scf.forall (%i) in``,
+#: ``scf.parallel (%i) =``, ``gpu.launch blocks(%x, %y, %z) in``).
+_DECLARED_LISTS = re.compile(
+    r"(%[\w$.\-]+(?::\d+)?(?:\s*,\s*%[\w$.\-]+(?::\d+)?)+)\s*=(?!=)"
+    r"|\(\s*(%[\w$.\-]+(?:\s*,\s*%[\w$.\-]+)*)\s*\)\s*(?:=(?!=)|in\b)")
+
 #: The text before a ``{`` that opens a module's body.
 _MODULE_HEAD = re.compile(r"\bmodule\b[^{}\"]*$")
 
@@ -310,7 +317,9 @@ _PROBE = ("import sys, tdf\nfrom mlir import ir\ntext = sys.stdin.read()\n"
 def forward_use_into_region(text: str):
     """``(use offset, definition offset, name)`` of the first value used
     before a definition that lies in a region not enclosing the use (nested
-    deeper, or a sibling's); None when there is none. Such a use is never
+    deeper, or a sibling's); else ``(use offset, None, name)`` of the first
+    name its function never defines (a later parse error may destroy such
+    placeholders with uses left: found by the fuzz); None when there is none. Such a use is never
     valid (a value defined in a region is visible only inside it), but MLIR's
     parser keeps an unresolved forward reference until the end of the
     function and resolves it to any later definition; when a later error
@@ -323,6 +332,11 @@ def forward_use_into_region(text: str):
     so a finding is only a suspect (:func:`check_forward_uses`)."""
     if "%" not in text:
         return None
+    # Names a custom syntax or a multi-result op declares without a token of
+    # its own: never taken for uses of undefined names.
+    declared = {name for match in _DECLARED_LISTS.finditer(text)
+                for name in re.findall(r"%[\w$.\-]+", match.group(1) or match.group(2))}
+    undefined = None  # the first use of a name its function never defines
     defined: dict = {}  # name -> number of open scopes defining it
     # (id, names defined in it, holds top-level ops: the text or a module)
     scopes: list[tuple[int, list[str], bool]] = [(0, [], True)]
@@ -341,6 +355,9 @@ def forward_use_into_region(text: str):
                 for gone in names:
                     defined[gone] -= 1
                 if scopes[-1][2]:  # a function's body (or a module) ends
+                    for n, u in pending.items():
+                        if closed in u[0] and n not in declared and undefined is None:
+                            undefined = (u[1], None, n)
                     pending = {n: u for n, u in pending.items() if closed not in u[0]}
             continue
         if match.group(2) is not None:
@@ -351,7 +368,7 @@ def forward_use_into_region(text: str):
             scopes[-1][1].append(name)
         elif not defined.get(name) and name not in pending:
             pending[name] = (frozenset(i for i, _, _ in scopes), match.start(1))
-    return None
+    return undefined
 
 
 def check_forward_uses(text: str, filename: str = "<input>") -> None:
@@ -376,6 +393,11 @@ def check_forward_uses(text: str, filename: str = "<input>") -> None:
         return
     use, definition, name = found
     line, column = _line_col(text, use)
+    if definition is None:
+        raise InputError(
+            filename, line, column,
+            f"'{name}' is used but its function never defines it; tdf refuses the input "
+            f"before parsing (MLIR's parser aborts on it)")
     dline, dcolumn = _line_col(text, definition)
     raise InputError(
         filename, line, column,
