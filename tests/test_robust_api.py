@@ -509,6 +509,17 @@ def test_invalid_utf8_bytes_on_tdf_opt_stdin():
     assert b"<stdin>:2:" in proc.stderr
 
 
+def _refused_before_parsing(text, stderr_fragment, parse_pattern, filename):
+    """``text`` (bad on its line 2) is a located error, never an abort, from
+    ``tdf-opt`` on stdin and from ``tdf.parse``."""
+    proc = _opt(["-"], text)
+    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    assert "<stdin>:2:" in proc.stderr and stderr_fragment in proc.stderr
+    with pytest.raises(tdf.ParseError, match=parse_pattern):
+        tdf.parse(text, filename=filename)
+
+
 @pytest.mark.parametrize("attr", ["array<index: 0, -1>", "array<index>", "array < index : 3>"])
 def test_dense_array_of_index_is_refused_before_parsing(attr):
     """Regression (found by the malformed-input fuzz): MLIR's parser asked an
@@ -516,12 +527,8 @@ def test_dense_array_of_index_is_refused_before_parsing(attr):
     ``!llvm.array<...>`` and names ending in ``array`` are left alone."""
     text = ("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32>\n"
             f"    attributes {{tdf.donation_pairs = {attr}}} {{\n  return %a : tensor<4xf32>\n}}\n")
-    proc = _opt(["-"], text)
-    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
-    assert proc.returncode == 1
-    assert "<stdin>:2:" in proc.stderr and "cannot hold 'index' elements" in proc.stderr
-    with pytest.raises(tdf.ParseError, match=r"a.mlir:2:\d+: error: .*'index' elements"):
-        tdf.parse(text, filename="a.mlir")
+    _refused_before_parsing(text, "cannot hold 'index' elements",
+                            r"a.mlir:2:\d+: error: .*'index' elements", "a.mlir")
     kept = ("llvm.func @g(%p: !llvm.array<4 x i64>) attributes {note = \"array<index: 2>\"} "
             "{\n  llvm.return\n}\n// my_array<index: 1>, array<index: 1>\n")
     tdf.parse(kept, filename="k.mlir")
@@ -537,12 +544,8 @@ def test_negative_concat_dim_is_refused_before_parsing(dim):
     text = ("func.func @f(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<32xf32> {\n"
             f"  %c = tensor.concat {dim} %x, %y : (tensor<16xf32>, tensor<16xf32>) -> "
             "tensor<32xf32>\n  return %c : tensor<32xf32>\n}\n")
-    proc = _opt(["-"], text)
-    assert proc.returncode not in ABORTS, proc.stderr[-2000:]
-    assert proc.returncode == 1
-    assert "<stdin>:2:" in proc.stderr and "tensor.concat dim" in proc.stderr
-    with pytest.raises(tdf.ParseError, match=r"c.mlir:2:\d+: error: tensor.concat dim"):
-        tdf.parse(text, filename="c.mlir")
+    _refused_before_parsing(text, "tensor.concat dim", r"c.mlir:2:\d+: error: tensor.concat dim",
+                            "c.mlir")
     with pytest.raises(tdf.ParseError, match="concatenation dim must be less than the tensor rank"):
         tdf.parse(text.replace(dim, "dim(1)"), filename="c.mlir")
     tdf.parse(text.replace(dim, "dim(0)"), filename="c.mlir")
