@@ -122,7 +122,7 @@ def _inside(op, region_op) -> bool:
     return False
 
 
-def _hoisted_position(access, target, func):
+def _hoisted_position(access, target, func, written: dict):
     """The op to copy ``target`` in front of for a host read ``access``: the
     outermost loop (or ``scf.if``) around it that does not write the buffer
     and that ``target`` is defined outside of; ``access`` itself when there
@@ -134,7 +134,12 @@ def _hoisted_position(access, target, func):
     while parent is not None and parent.operation != func.operation:
         if parent.operation.name not in ("scf.for", "scf.while", "scf.if"):
             break
-        if (defined_in is not None and _inside(defined_in, parent)) or _may_write(parent, root):
+        if defined_in is not None and _inside(defined_in, parent):
+            break
+        key = (parent.operation, root)
+        if key not in written:  # each loop's body is scanned once per buffer
+            written[key] = _may_write(parent, root)
+        if written[key]:
             break
         position = parent.operation
         parent = parent.operation.parent
@@ -175,6 +180,7 @@ def gpu_host_scalars(op, ctx: PassContext) -> None:
         entry = func.regions[0].blocks[0]
         hosts = {}  # device buffer -> its host copy in this function
         copied = set()  # (device buffer, loop) copied in front of the loop
+        written: dict = {}  # (loop, buffer) -> whether the loop may write it
         for access in collect_ops(func, ("memref.load", "memref.store")):
             target = access.operands[0 if access.name == "memref.load" else 1]
             mtype = ir.MemRefType(target.type)
@@ -183,7 +189,7 @@ def gpu_host_scalars(op, ctx: PassContext) -> None:
                 continue
             # A read in a loop that does not write the buffer copies it once,
             # before the loop.
-            before = _hoisted_position(access, target, func) \
+            before = _hoisted_position(access, target, func, written) \
                 if access.name == "memref.load" else access
             nbytes = math.prod(mtype.shape) * element_nbytes(mtype.element_type)
             if nbytes > (limit if before == access else hoisted_limit):

@@ -499,9 +499,10 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
     validate_options(options)
     # The CPU pipeline's tensor-level stage (fusion; contractions kept whole
     # for cuBLAS), after a canonicalize that folds JAX's scalar constants.
+    blas = use_blas(options["blas"])
     tensor_passes = ["tdf-check-sizes", "canonicalize", "tdf-scalarize-loop-carried",
                      *FUSE_KERNELS]
-    if use_blas(options["blas"]):
+    if blas:
         tensor_passes.insert(tensor_passes.index("tdf-fuse-elementwise"),
                              "tdf-specialize-contractions")
     donate = ", ".join(tensor_passes) + ", tdf-donate" + (", tdf-insert-inplace" if options["inplace"] else "")
@@ -515,7 +516,7 @@ def stage_pipelines(options: dict) -> list[tuple[str, str]]:
                       "tdf-plan-memory, canonicalize"),
         ("gpu", ", ".join([
             "tdf-gpu-device-memory",
-            *(["tdf-contractions-to-cublas"] if use_blas(options["blas"]) else []),
+            *(["tdf-contractions-to-cublas"] if blas else []),
             "tdf-gpu-host-scalars",
             "func.func(convert-linalg-to-parallel-loops, canonicalize)",
             "tdf-gpu-coalesce",

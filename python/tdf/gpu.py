@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import shutil
 import subprocess
@@ -373,6 +374,8 @@ class _GPUFunction:
         self.program = program
         self.name = name
         self.ftype = ftype
+        # The results as the shared marshalling (gpu_library) describes them.
+        self._results = [_argument_spec(t) for t in ftype.results]
 
     def _check(self, args):
         import numpy as np
@@ -409,7 +412,7 @@ class _GPUFunction:
     def __call__(self, *args):
         self._check(args)
         engine = self.program._get_engine()
-        results = [_argument_spec(t) for t in self.ftype.results]
+        results = self._results
         if any("scalar" in spec for spec in results):
             raise GPUError(f"@{self.name}: only tensor results can be returned")
         packed, keep = [], []
@@ -434,6 +437,7 @@ class _GPUFunction:
         return None if struct is None else gpu_library.take_results(struct, results, args, free)
 
 
+@functools.cache
 def _libc_free():
     free = ctypes.CDLL(None).free
     free.argtypes = [ctypes.c_void_p]

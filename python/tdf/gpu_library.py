@@ -34,6 +34,7 @@ machine without ``libcuda.so.1`` or without a device gets a
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 
@@ -68,9 +69,12 @@ def _dtype(element: str) -> np.dtype:
     return np.dtype(_DTYPES[element])
 
 
+@functools.cache
 def _descriptor_type(rank: int):
     """MLIR's ranked memref descriptor of ``rank`` (the C interface's
-    struct: allocated, aligned, offset, sizes, strides)."""
+    struct: allocated, aligned, offset, sizes, strides); one class per rank
+    (making a ctypes class costs ~10 us, paid once, not per argument and
+    call)."""
     return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": [
         ("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
         ("offset", ctypes.c_int64), ("sizes", ctypes.c_int64 * rank),
@@ -110,11 +114,16 @@ def results_struct(results: list):
     """What the C interface of a function with ``results`` (manifest
     entries, tensors only) writes its results to: one descriptor, or a
     struct of one descriptor per result."""
-    types = [_descriptor_type(len(spec["shape"])) for spec in results]
+    return _results_type(tuple(len(spec["shape"]) for spec in results))()
+
+
+@functools.cache
+def _results_type(ranks: tuple):
+    types = [_descriptor_type(rank) for rank in ranks]
     if len(types) == 1:
-        return types[0]()
+        return types[0]
     return type("Results", (ctypes.Structure,),
-                {"_fields_": [(f"r{i}", t) for i, t in enumerate(types)]})()
+                {"_fields_": [(f"r{i}", t) for i, t in enumerate(types)]})
 
 
 def _descriptors(struct, count: int) -> list:

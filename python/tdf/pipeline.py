@@ -39,21 +39,23 @@ class capture_diagnostics:
         self._handler = None
 
 
-#: One-Shot Bufferize with ``copy-before-write`` and function boundaries
-#: (its options as the pass manager prints them).
-_COPY_BEFORE_WRITE = re.compile(r"one-shot-bufferize\{[^}]*\bcopy-before-write=true\b")
+#: One-Shot Bufferize's options as the pass manager prints them.
+_ONE_SHOT_OPTIONS = re.compile(r"one-shot-bufferize\{([^}]*)\}")
 
 
-def _check_copy_before_write(pm, op, captured, filename: str | None) -> None:
+def _check_copy_before_write(pipeline: str, pm, op, captured, filename: str | None) -> None:
     """MLIR 22's One-Shot Bufferize crashes the process (SIGSEGV in
     ``getCalledFunction``) when ``copy-before-write`` meets a ``func.call``
     with tensors across function boundaries: a pipeline with that pass
     refuses such a module first (``PipelineError``, the calls located; the
     ``tdf-check-copy-before-write`` pass, which ``tdf-bufferize`` runs in
-    that mode)."""
-    text = str(pm)
-    if not any("bufferize-function-boundaries=true" in m.group(0) + text[m.end():].split("}")[0]
-               for m in _COPY_BEFORE_WRITE.finditer(text)):
+    that mode). Pipelines that do not name copy-before-write cost a
+    substring test."""
+    if "copy-before-write" not in pipeline:
+        return
+    if not any("copy-before-write=true" in m.group(1)
+               and "bufferize-function-boundaries=true" in m.group(1)
+               for m in _ONE_SHOT_OPTIONS.finditer(str(pm))):
         return
     check = passmanager.PassManager.parse("builtin.module(tdf-check-copy-before-write)",
                                           context=op.context)
@@ -117,7 +119,7 @@ def run_pipeline(module, pipeline: str, filename: str | None = None,
             raise PipelineError(f"invalid pass pipeline {pipeline!r}: {err}",
                                 captured.records) from None
         pm.enable_verifier(verify_each)
-        _check_copy_before_write(pm, op, captured, filename)
+        _check_copy_before_write(pipeline, pm, op, captured, filename)
         try:
             pm.run(op)
             if not verify_each:
