@@ -3,8 +3,9 @@ with the BLAS route switched off, side by side in one process.
 
 Each case is one JAX function (``x @ w``, ``x @ w.T``, ``x.T @ y``, attention
 einsums, mat-vecs; f32 and bf16 inputs with f32 results), compiled by
-``tdf.jax.jit`` twice (``blas`` on: the product's default; ``blas=False``:
-MLIR codegen) and by ``jax.jit``; numpy runs the same product on f32 arrays.
+``tdf.jax.jit`` three times (``blas`` on: the product's default, small GEMMs
+compiled, the rest through the libraries; ``codegen_flops=0``: every GEMM
+through the libraries; ``blas=False``: MLIR codegen only) and by ``jax.jit``; numpy runs the same product on f32 arrays.
 Every variant is checked against a float64 reference, then timed in
 interleaved rounds (``harness.time_variants``: median seconds per call).
 Reported per case: GFLOP/s of each variant and the ratios
@@ -50,6 +51,11 @@ def _case(eq, a_shape, b_shape):
 
 #: name -> (einsum, lhs shape, rhs shape); "_T" cases read an operand transposed.
 CASES = {
+    "nn_16x64x256": _case("mk,kn->mn", (16, 64), (64, 256)),
+    "nn_16x256x256": _case("mk,kn->mn", (16, 256), (256, 256)),
+    "nn_64x256x256": _case("mk,kn->mn", (64, 256), (256, 256)),
+    "nn_128x256x256": _case("mk,kn->mn", (128, 256), (256, 256)),
+    "nn_8x1024x512": _case("mk,kn->mn", (8, 1024), (1024, 512)),
     "nn_8x512x4096": _case("mk,kn->mn", (8, 512), (512, 4096)),
     "nn_32x512x4096": _case("mk,kn->mn", (32, 512), (512, 4096)),
     "nn_128x512x4096": _case("mk,kn->mn", (128, 512), (512, 4096)),
@@ -67,7 +73,7 @@ CASES = {
     "matvec_4096x512": _case("mk,k->m", (4096, 512), (512,)),
     "vecmat_512x4096": _case("k,kn->n", (512,), (512, 4096)),
 }
-QUICK = ("nn_8x512x4096", "nn_256", "x_wT_1", "x_wT_128", "batched_12x128x64x128",
+QUICK = ("nn_16x256x256", "nn_8x512x4096", "nn_256", "x_wT_1", "x_wT_128", "batched_12x128x64x128",
          "matvec_4096x512")
 #: Cases also run with bf16 inputs and f32 results.
 BF16 = ("nn_128x512x4096", "nn_1024", "x_wT_128", "nn_256")
@@ -93,6 +99,7 @@ def run_case(name, case, dtype, reps) -> dict:
 
     lowered = tdf.jax.jit(fn).lower(a, b)
     on = lowered.compile().main
+    library = lowered.compile(codegen_flops=0).main
     off = lowered.compile(blas=False).main
     jfn = jax.jit(fn)
     ja, jb = jnp.asarray(a), jnp.asarray(b)
@@ -100,6 +107,7 @@ def run_case(name, case, dtype, reps) -> dict:
     exact = np.einsum(eq, a.astype(np.float64), b.astype(np.float64))
     variants = {
         "tdf": lambda: on(a, b),
+        "tdf_library": lambda: library(a, b),
         "tdf_codegen": lambda: off(a, b),
         "jax": lambda: jfn(ja, jb).block_until_ready(),
         "numpy": lambda: np.einsum(eq, na, nb, optimize=True),
@@ -118,16 +126,19 @@ def run_case(name, case, dtype, reps) -> dict:
             "tdf_over_jax": H.ratio(timing["tdf"]["median"], timing["jax"]["median"]),
             "tdf_over_codegen": H.ratio(timing["tdf"]["median"],
                                         timing["tdf_codegen"]["median"]),
+            "tdf_over_library": H.ratio(timing["tdf"]["median"],
+                                        timing["tdf_library"]["median"]),
             "tdf_gflops_over_numpy": H.ratio(gflops["tdf"], gflops["numpy"])}
 
 
 def table(rows) -> str:
-    lines = ["| case | dtype | tdf GFLOP/s | codegen | jax.jit | numpy | tdf/jax time "
-             "| tdf/numpy GFLOP/s |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | dtype | tdf GFLOP/s | library | codegen | jax.jit | numpy | tdf/jax time "
+             "| tdf/library time | tdf/numpy GFLOP/s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         g = r["gflops"]
-        lines.append(f"| {r['case']} | {r['dtype']} | {g['tdf']:.1f} | {g['tdf_codegen']:.1f} "
-                     f"| {g['jax']:.1f} | {g['numpy']:.1f} | {r['tdf_over_jax']:.2f} "
+        lines.append(f"| {r['case']} | {r['dtype']} | {g['tdf']:.1f} | {g['tdf_library']:.1f} "
+                     f"| {g['tdf_codegen']:.1f} | {g['jax']:.1f} | {g['numpy']:.1f} "
+                     f"| {r['tdf_over_jax']:.2f} | {r['tdf_over_library']:.2f} "
                      f"| {r['tdf_gflops_over_numpy']:.2f} |")
     return "\n".join(lines)
 

@@ -20,11 +20,14 @@ Workloads (random weights, fixed seeds):
 Each workload is checked first (tdf's results against jax.jit's: greedy
 tokens equal, floats within tolerance), then timed in interleaved rounds
 (``harness.time_variants``; donated state is fed back from each call's
-results). Reported: median seconds per call and ``tdf / jax.jit``.
+results). Reported: median seconds per call and ``tdf / jax.jit``; with
+``--library-gemms`` also tdf with every GEMM through oneDNN/OpenBLAS
+(``codegen_flops=0``: no small GEMM compiled) and ``tdf / library``.
 
     .venv/bin/python benchmarks/models.py            # every workload
     .venv/bin/python benchmarks/models.py --only mlp_train,adam
     .venv/bin/python benchmarks/models.py --tiny     # small sizes (smoke test)
+    .venv/bin/python benchmarks/models.py --library-gemms   # compiled small GEMMs or not
 
 Writes ``benchmarks/results/models.json`` and prints a markdown table.
 """
@@ -212,33 +215,48 @@ def _check(name, ours, ref, rtol=1e-4, atol=1e-4):
             np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=name)
 
 
-def bench(name, fn, args, donate, feed, reps, atol=1e-4):
+def bench(name, fn, args, donate, feed, reps, atol=1e-4, library_gemms=False):
     """``fn(*args)`` through tdf.jax.jit and jax.jit with ``donate``;
     ``feed(args, out)`` gives the next call's arguments (donated state fed
-    back)."""
+    back). ``library_gemms``: also tdf with every contraction through the
+    libraries (``codegen_flops=0``: no small GEMM compiled), variant
+    ``tdf_library``."""
     import tdf.jax
 
-    ours_fn = tdf.jax.jit(fn, donate_argnums=donate)
+    builds = {"tdf": tdf.jax.jit(fn, donate_argnums=donate)}
+    if library_gemms:
+        builds["tdf_library"] = tdf.jax.jit(fn, donate_argnums=donate, codegen_flops=0)
     ref_fn = jax.jit(fn, donate_argnums=donate)
-    ours = ours_fn(*_copy(args))
     ref = ref_fn(*jax.tree_util.tree_map(jnp.asarray, _copy(args)))
-    _check(name, ours, ref, atol=atol)
-    state = {"tdf": _copy(args), "jax": jax.tree_util.tree_map(jnp.asarray, _copy(args))}
+    state = {"jax": jax.tree_util.tree_map(jnp.asarray, _copy(args))}
+    variants = {}
+    for variant, ours_fn in builds.items():
+        _check(f"{name} ({variant})", ours_fn(*_copy(args)), ref, atol=atol)
+        state[variant] = _copy(args)
 
-    def run_tdf():
-        state["tdf"] = feed(state["tdf"], ours_fn(*state["tdf"]))
+        def run(variant=variant, ours_fn=ours_fn):
+            state[variant] = feed(state[variant], ours_fn(*state[variant]))
+        variants[variant] = run
 
     def run_jax():
         out = ref_fn(*state["jax"])
         jax.block_until_ready(out)
         state["jax"] = feed(state["jax"], out)
 
-    timing = H.time_variants({"tdf": run_tdf, "jax": run_jax}, reps=reps)
+    variants["jax"] = run_jax
+    timing = H.time_variants(variants, reps=reps)
     row = {"workload": name, "seconds": {k: t["median"] for k, t in timing.items()},
            "iqr": {k: t["iqr"] for k, t in timing.items()},
            "tdf_over_jax": H.ratio(timing["tdf"]["median"], timing["jax"]["median"])}
+    extra = ""
+    if library_gemms:
+        row["tdf_over_library"] = H.ratio(timing["tdf"]["median"],
+                                          timing["tdf_library"]["median"])
+        extra = (f", library GEMMs {row['seconds']['tdf_library'] * 1e3:.3f} ms, "
+                 f"tdf/library {row['tdf_over_library']:.2f}")
     print(f"{name}: tdf {row['seconds']['tdf'] * 1e3:.3f} ms, jax.jit "
-          f"{row['seconds']['jax'] * 1e3:.3f} ms, tdf/jax {row['tdf_over_jax']:.2f}", flush=True)
+          f"{row['seconds']['jax'] * 1e3:.3f} ms, tdf/jax {row['tdf_over_jax']:.2f}{extra}",
+          flush=True)
     return row
 
 
@@ -289,6 +307,9 @@ def main(argv=None) -> int:
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--only", default="")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--library-gemms", action="store_true",
+                        help="also time tdf with every GEMM through the libraries "
+                             "(codegen_flops=0)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args(argv)
     loads = workloads(args.tiny)
@@ -296,15 +317,23 @@ def main(argv=None) -> int:
     rows = []
     for name in names:
         fn, fargs, donate, feed, atol = loads[name]
-        rows.append(bench(name, fn, fargs, donate, feed, args.reps, atol))
+        rows.append(bench(name, fn, fargs, donate, feed, args.reps, atol, args.library_gemms))
     geo = float(np.exp(np.mean([np.log(r["tdf_over_jax"]) for r in rows])))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "models.json"), "w") as f:
         json.dump({"rows": rows, "geomean_tdf_over_jax": geo, "tiny": args.tiny}, f, indent=1)
-    print("| workload | tdf ms | jax.jit ms | tdf / jax.jit |\n|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['workload']} | {r['seconds']['tdf'] * 1e3:.3f} | "
-              f"{r['seconds']['jax'] * 1e3:.3f} | {r['tdf_over_jax']:.2f} |")
+    if args.library_gemms:
+        print("| workload | tdf ms | library GEMMs ms | jax.jit ms | tdf / library | "
+              "tdf / jax.jit |\n|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['workload']} | {r['seconds']['tdf'] * 1e3:.3f} | "
+                  f"{r['seconds']['tdf_library'] * 1e3:.3f} | {r['seconds']['jax'] * 1e3:.3f} | "
+                  f"{r['tdf_over_library']:.2f} | {r['tdf_over_jax']:.2f} |")
+    else:
+        print("| workload | tdf ms | jax.jit ms | tdf / jax.jit |\n|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['workload']} | {r['seconds']['tdf'] * 1e3:.3f} | "
+                  f"{r['seconds']['jax'] * 1e3:.3f} | {r['tdf_over_jax']:.2f} |")
     print(f"\ngeometric mean tdf/jax.jit: {geo:.2f}")
     return 0
 

@@ -3,7 +3,10 @@ several threads.
 
 Runs after bufferization and the contraction passes, before the loops are
 lowered. A linalg op (``linalg.generic``, ``linalg.map``, ``linalg.fill``,
-``linalg.copy``, ``linalg.transpose``, the element-wise named ops) with at
+``linalg.copy``, ``linalg.transpose``, the element-wise named ops, and the
+GEMMs ``tdf-contractions-to-blas`` left to ``tdf-vectorize-contractions``:
+``linalg.matmul`` / ``linalg.contract``, cut only into chunks of one static
+size, which that pass then vectorizes) with at
 least ``min-elements`` iterations (static shapes) whose outermost loop is
 parallel and in every output is cut along that loop into contiguous chunks,
 as many as its function's estimated work pays for, at most ``threads``: an
@@ -72,6 +75,7 @@ from .ir_utils import (
     memref_root,
 )
 from .registry import PassContext, PassOption, register_pass
+from .vectorize_contractions import is_gemm
 
 __all__ = ["parallelize", "ELEMENTWISE_NAMED"]
 
@@ -84,7 +88,11 @@ ELEMENTWISE_NAMED = frozenset({
     "linalg.sqrt", "linalg.rsqrt", "linalg.square", "linalg.tanh", "linalg.erf",
     "linalg.select", "linalg.elementwise",
 })
-_OPS = ELEMENTWISE_NAMED | {"linalg.generic"}
+#: GEMMs left to ``tdf-vectorize-contractions`` (the BLAS's calls are not
+#: linalg ops): cut along their rows like any other op, but only into chunks
+#: of one static size (a dynamic chunk would not be vectorized).
+_GEMMS = frozenset({"linalg.matmul", "linalg.contract"})
+_OPS = ELEMENTWISE_NAMED | _GEMMS | {"linalg.generic"}
 _BODY_OK_DIALECTS = ("arith.", "math.", "linalg.yield", "linalg.index", "memref.load",
                      "complex.")
 #: Work of one body op, per iteration (the bytes of memory traffic it is
@@ -280,7 +288,9 @@ def parallelize(op, ctx: PassContext) -> None:
         if chunks < 2:
             continue
         for target, (maps, sizes) in plans:
+            if sizes[0] % -(-sizes[0] // min(chunks, sizes[0])) and is_gemm(target):
+                continue
             _cut(target, maps, sizes, chunks)
-        cut += len(plans)
+            cut += 1
     if cut:
         ctx.statistic("parallelized", cut)

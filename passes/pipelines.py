@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from . import contractions_to_cublas
+from .contractions_to_blas import CODEGEN_FLOPS
 from .registry import PassOption, register_pipeline
 
 __all__ = [
@@ -184,8 +185,8 @@ def bufferize_pipeline(options: dict) -> str:
 LOWER_TO_LLVM = [
     "convert-bufferization-to-memref",
     "tdf-strided-copies-to-loops",
-    "tdf-vectorize-contractions",
     *APPROXIMATE_MATH,
+    "tdf-vectorize-contractions",
     "convert-linalg-to-loops",
     "lower-affine",
     "tdf-widen-i1-memrefs",
@@ -212,7 +213,8 @@ LOWER_TO_LLVM = [
 
 def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True,
                   blas: bool = False, threads: int = 0, parallel: bool = False,
-                  share_loop_nests: bool = True) -> list[str]:
+                  share_loop_nests: bool = True,
+                  codegen_flops: int = CODEGEN_FLOPS) -> list[str]:
     """The LLVM lowering after ``tdf-bufferize`` (:data:`LOWER_TO_LLVM`);
     ``count_allocations`` lowers allocations to the generic
     ``_mlir_memref_to_llvm_*`` functions so that a runtime can count them
@@ -222,7 +224,10 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     math op through libm / LLVM intrinsics: the reference the approximations
     are tested against). ``blas`` sends contractions to the runtime's BLAS
     route (``tdf-contractions-to-blas{threads}``, before the loops) and named
-    float32 convolutions to oneDNN (``tdf-convolutions-to-dnnl{threads}``).
+    float32 convolutions to oneDNN (``tdf-convolutions-to-dnnl{threads}``),
+    except GEMMs ``tdf-vectorize-contractions`` (last before
+    ``convert-linalg-to-loops``) compiles of at most ``codegen_flops``
+    flops (0: none).
     ``parallel`` cuts large loop nests into ``threads`` chunks run as tasks
     of tdf's thread pool (``tdf-parallelize`` and ``tdf-outline-parallel``
     before ``convert-linalg-to-loops``, ``tdf-launch-parallel`` last;
@@ -235,17 +240,21 @@ def lower_to_llvm(count_allocations: bool = False, approximate_math: bool = True
     ``tdf-arena-alias-scopes`` has followed it and tagged the accesses."""
     passes = list(LOWER_TO_LLVM)
     if parallel:
-        at = passes.index("convert-linalg-to-loops")
+        at = passes.index("tdf-vectorize-contractions")
         passes[at:at] = [f"tdf-parallelize{{threads={threads}}}", "tdf-outline-parallel"]
         passes.append("tdf-launch-parallel")
     passes.append("canonicalize")
     if share_loop_nests:
-        at = passes.index("convert-linalg-to-loops")
+        at = passes.index("tdf-vectorize-contractions")
         passes[at:at] = ["tdf-share-loop-nests"]
     if blas:
-        at = passes.index("tdf-vectorize-contractions")
+        at = passes.index("tdf-strided-copies-to-loops") + 1
         suffix = f"{{threads={threads}}}" if threads else ""
-        passes[at:at] = [f"tdf-contractions-to-blas{suffix}", f"tdf-convolutions-to-dnnl{suffix}"]
+        blas_options = ([f"threads={threads}"] if threads else []) + (
+            [f"codegen-flops={codegen_flops}"] if codegen_flops != CODEGEN_FLOPS else [])
+        blas_suffix = "{" + " ".join(blas_options) + "}" if blas_options else ""
+        passes[at:at] = [f"tdf-contractions-to-blas{blas_suffix}",
+                         f"tdf-convolutions-to-dnnl{suffix}"]
     if not approximate_math:
         passes = [p for p in passes if p not in APPROXIMATE_MATH]
     if not count_allocations:
@@ -317,6 +326,9 @@ CPU_OPTIONS = [
                "tdf-contractions-to-blas; calls tdf_rt_contract, which tdf.compile provides)"),
     PassOption("threads", int, 0,
                "Threads of BLAS calls and of parallel loops (0: the library's default)"),
+    PassOption("codegen-flops", int, CODEGEN_FLOPS,
+               "With blas: GEMMs tdf-vectorize-contractions compiles, of up to this many "
+               "flops, stay compiled code (0: every contraction to the libraries)"),
     PassOption("parallel", bool, False,
                "Large loop nests on `threads` threads (tdf-parallelize, tdf-outline-parallel, "
                "tdf-launch-parallel: tdf's thread pool, which tdf.compile provides)"),
@@ -374,7 +386,7 @@ def cpu_stages(options: dict) -> list[tuple[str, list[str]]]:
     stages.append(("llvm", (["tdf-alloc-checks"] if values["alloc-checks"] else [])
                    + lower_to_llvm(values["count-allocations"], values["approximate-math"],
                                    values["blas"], values["threads"], values["parallel"],
-                                   values["share-loop-nests"])))
+                                   values["share-loop-nests"], values["codegen-flops"])))
     return stages
 
 

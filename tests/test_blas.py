@@ -343,7 +343,11 @@ def test_jax_contractions_through_blas(name, dtype):
         return jnp.einsum(eq, x, y, preferred_element_type=out)
 
     lowered = tdf.jax.jit(fn).lower(a, b)
-    on, off = lowered.compile(), lowered.compile(blas=False)
+    # Every contraction through the libraries (codegen_flops=0: these are
+    # small GEMMs, which the default build compiles where it can), the
+    # default build, and no library at all.
+    on, default, off = (lowered.compile(codegen_flops=0), lowered.compile(),
+                        lowered.compile(blas=False))
     a0, b0 = a.copy(), b.copy()
     got = np.asarray(on.main(a, b))
     base = np.asarray(off.main(a, b))
@@ -353,6 +357,7 @@ def test_jax_contractions_through_blas(name, dtype):
     np.testing.assert_allclose(got, exact, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got, base, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(default.main(a, b)), exact, rtol=1e-4, atol=1e-4)
     assert np.array_equal(a, a0) and np.array_equal(b, b0)
     if a.size and b.size and got.size:
         assert "tdf_rt_contract" in on.llvm_ir
@@ -376,9 +381,14 @@ def test_fused_producer_stays_out_of_the_contraction():
     x = rng.standard_normal((16, 32)).astype(np.float32)
     w = rng.standard_normal((32, 8)).astype(np.float32)
     fn = lambda x, w: jax.nn.relu(x) @ w  # noqa: E731
-    prog = tdf.jax.jit(fn).lower(x, w).compile()
+    lowered = tdf.jax.jit(fn).lower(x, w)
+    prog = lowered.compile(codegen_flops=0)
     assert "tdf_rt_contract" in prog.llvm_ir
     np.testing.assert_allclose(prog.main(x, w), jax.jit(fn)(x, w), rtol=1e-5, atol=1e-5)
+    # Compiled (a small GEMM), it is vectorized: blocks of C 8 columns wide.
+    compiled = lowered.compile()
+    assert "tdf_rt_contract" not in compiled.llvm_ir and "vector<8xf32>" in compiled.llvm_ir
+    np.testing.assert_allclose(compiled.main(x, w), jax.jit(fn)(x, w), rtol=1e-5, atol=1e-5)
 
 
 STRIDED = """

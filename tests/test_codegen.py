@@ -306,11 +306,13 @@ def test_vectorized_matmul_matches_loops_and_jax(unvectorized, m, k, n, batch, d
     a = rng.standard_normal(lead + [m, k]).astype(np_dtype)
     b = rng.standard_normal(lead + [k, n]).astype(np_dtype)
     c = rng.standard_normal(lead + [m, n]).astype(np_dtype)
-    fast = tdf.compile(text)  # the BLAS route
+    fast = tdf.compile(text)  # the BLAS route; its small GEMMs compiled
+    library = tdf.compile(text, codegen_flops=0)  # every GEMM through the libraries
     vectorized = tdf.compile(text, blas=False)
     loops = unvectorized(text)
     got, ref_loops = fast.mm(a, b, c.copy()), loops.mm(a, b, c.copy())
     _check_matmul(got, a, b, c, np_dtype)
+    _check_matmul(library.mm(a, b, c.copy()), a, b, c, np_dtype)
     _check_matmul(vectorized.mm(a, b, c.copy()), a, b, c, np_dtype)
     _check_matmul(ref_loops, a, b, c, np_dtype)
     if dtype == "f32":
@@ -318,14 +320,24 @@ def test_vectorized_matmul_matches_loops_and_jax(unvectorized, m, k, n, batch, d
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
-def test_matmul_is_vectorized_only_where_tiles_are_full():
-    """64x64x64 is tiled 8x32x8 and becomes FMAs on vectors; an odd number of
-    rows (no full tile without a unit dimension) stays loops and is right.
-    (The codegen route: with the BLAS on, f32 matmuls are library calls.)"""
+def test_every_static_matmul_is_vectorized():
+    """64x64x64 becomes blocks of 8 x 32 columns accumulated with FMAs on
+    vectors; 5x7x8 (no full block) one block of 5 rows x 8 columns, and is
+    right. (The codegen route: with the BLAS on, only small GEMMs are.)"""
     prog = tdf.compile(_matmul_text([64, 64], [64, 64], [64, 64], "f32"), blas=False)
     assert "llvm.intr.fmuladd" in prog.llvm_ir and "vector<32xf32>" in prog.llvm_ir
     prog = tdf.compile(_matmul_text([5, 7], [7, 8], [5, 8], "f32"), blas=False)
-    assert "vector<" not in prog.llvm_ir
+    assert "vector<8xf32>" in prog.llvm_ir
     rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((5, 7), (7, 8), (5, 8)))
+    _check_matmul(prog.mm(a, b, c.copy()), a, b, c, np.float32)
+
+
+def test_negative_dynamic_matmul_stays_loops():
+    """A matmul of dynamic sizes is not vectorized (its blocks would need
+    masks) and is right as loops."""
+    prog = tdf.compile(_matmul_text(["?", 7], [7, 8], ["?", 8], "f32"), blas=False)
+    assert "vector<" not in prog.llvm_ir
+    rng = np.random.default_rng(1)
     a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((5, 7), (7, 8), (5, 8)))
     _check_matmul(prog.mm(a, b, c.copy()), a, b, c, np.float32)

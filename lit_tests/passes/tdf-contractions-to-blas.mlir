@@ -1,6 +1,9 @@
-// RUN: tdf-opt %s --tdf-contractions-to-blas | FileCheck %s
-// RUN: tdf-opt %s --tdf-contractions-to-blas=remarks --verify-diagnostics > /dev/null
-// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{threads=3})" | FileCheck %s --check-prefix=THREADS
+// The library route of every contraction (codegen-flops=0: the small GEMMs
+// below would otherwise stay for tdf-vectorize-contractions, see
+// tdf-contractions-to-blas-codegen.mlir).
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{codegen-flops=0})" | FileCheck %s
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{codegen-flops=0 remarks})" --verify-diagnostics > /dev/null
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{threads=3 codegen-flops=0})" | FileCheck %s --check-prefix=THREADS
 // RUN: not tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{threads=-1})" 2>&1 | FileCheck %s --check-prefix=BADOPT
 
 // BADOPT: error: threads must be in 0..65535, got -1

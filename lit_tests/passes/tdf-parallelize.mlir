@@ -163,3 +163,29 @@ func.func @cheap_sum_beside_exp(%x: memref<16x16384xf32>, %p: memref<16xf32>, %q
   }
   return
 }
+
+// A GEMM left to tdf-vectorize-contractions (16x256x256: 2^20 iterations)
+// is cut along its rows into two chunks of 8, a static size that pass
+// vectorizes.
+// CHECK-LABEL: func.func @gemm_rows
+// CHECK:         scf.parallel
+// CHECK:           memref.subview {{.*}} [8, 256] [1, 1] : memref<16x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+// CHECK:           linalg.contract {{.*}} ins({{.*}} : memref<8x256xf32, strided<[256, 1], offset: ?>>, memref<256x256xf32>) outs({{.*}} : memref<8x256xf32, strided<[256, 1], offset: ?>>)
+func.func @gemm_rows(%a: memref<16x256xf32>, %b: memref<256x256xf32>, %c: memref<16x256xf32>) {
+  linalg.contract indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                   affine_map<(m, n, k) -> (k, n)>,
+                                   affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : memref<16x256xf32>, memref<256x256xf32>) outs(%c : memref<16x256xf32>)
+  return
+}
+
+// 15 rows in two chunks would be 8 and 7 rows (a dynamic size, which
+// tdf-vectorize-contractions does not take): the GEMM is not cut.
+// CHECK-LABEL: func.func @negative_gemm_uneven_rows
+// CHECK-NOT:     scf.parallel
+// CHECK:         linalg.matmul ins({{.*}} : memref<15x256xf32>, memref<256x256xf32>)
+func.func @negative_gemm_uneven_rows(%a: memref<15x256xf32>, %b: memref<256x256xf32>,
+                                     %c: memref<15x256xf32>) {
+  linalg.matmul ins(%a, %b : memref<15x256xf32>, memref<256x256xf32>) outs(%c : memref<15x256xf32>)
+  return
+}

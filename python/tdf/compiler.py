@@ -417,7 +417,7 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
             bounds_checks: bool = True, blas: bool | None = None,
             flush_denormals: bool = True, num_threads: int | None = None,
             timing: bool | None = None, plan_memory: bool = True,
-            tiered: bool | None = None):
+            tiered: bool | None = None, codegen_flops: int | None = None):
     """Compiles a tdf program.
 
     ``text_or_module``: MLIR text or an ``ir.Module`` (it is copied, never
@@ -449,7 +449,11 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     contractions (matmul, batch_matmul, matvec, vecmat, dot, contraction
     generics; f32/f64, bf16/f16 inputs of f32) run through the BLAS
     (``tdf-specialize-contractions``, ``tdf-contractions-to-blas``);
-    ``True`` without the library is a ``CompileError``.
+    ``True`` without the library is a ``CompileError``. Small GEMMs are
+    compiled instead (``tdf-vectorize-contractions``: faster than a library
+    call below about 2^23 flops, see ``docs/Codegen.md``): ``codegen_flops``
+    (default 2^23; 0: every contraction through the libraries) is the most
+    flops of a GEMM kept compiled.
     ``num_threads``: the threads of this program's contractions and of its
     large loop nests (default: ``TDF_NUM_THREADS``, else the cores; see
     :mod:`tdf.blas`); with more than one, loop nests of at least 256K
@@ -490,6 +494,9 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
     if copy_before_write:
         inplace = False
     blas = _check_blas_options(blas, flush_denormals, num_threads)
+    if codegen_flops is not None and (not isinstance(codegen_flops, int)
+                                      or isinstance(codegen_flops, bool) or codegen_flops < 0):
+        raise ValueError(f"codegen_flops must be an integer >= 0, got {codegen_flops!r}")
     threads = num_threads or _blas.default_threads()
     parallel = threads > 1
 
@@ -497,7 +504,8 @@ def compile(text_or_module, target: str = "cpu", inplace: bool = True, strict: b
         "inplace": inplace, "strict": strict, "copy-before-write": copy_before_write,
         "count-allocations": count_allocations, "bounds-checks": bounds_checks,
         "alloc-checks": True, "blas": blas, "threads": threads if parallel else num_threads or 0,
-        "parallel": parallel, "plan-memory": plan_memory}))
+        "parallel": parallel, "plan-memory": plan_memory,
+        **({} if codegen_flops is None else {"codegen-flops": codegen_flops})}))
     timer = _timing.CompileTimer(_timing.enabled(timing))
     # The persistent cache (tdf.cache): what the Program holds must also be
     # in its entry (Request.store), so that a hit gives the same Program.
