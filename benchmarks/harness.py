@@ -48,7 +48,12 @@ def time_variants(variants: dict, reps: int, target_s: float = 0.02,
 
     Each variant is warmed up once, then ``inner`` is calibrated so that one
     repetition takes about ``target_s``; ``reps`` repetitions are interleaved
-    across variants. Returns ``{name: summarize(seconds per call) | {"inner"}}``.
+    across variants, the order rotated by one each round: whatever runs
+    first in a round (after the collector) or right after ``jax.jit`` (whose
+    thread pool spins on after its work) is a different variant each time.
+    In a fixed order, two builds of one program differed by 5-27% (the
+    first listed slower). Returns ``{name: summarize(seconds per call) |
+    {"inner"}}``.
     """
     inner = {}
     for name, fn in variants.items():
@@ -58,9 +63,11 @@ def time_variants(variants: dict, reps: int, target_s: float = 0.02,
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        for _ in range(reps):
-            for name, fn in variants.items():
-                k = inner[name]
+        names = list(variants)
+        for rep in range(reps):
+            shift = rep % len(names)
+            for name in names[shift:] + names[:shift]:
+                fn, k = variants[name], inner[name]
                 t0 = time.perf_counter()
                 for _ in range(k):
                     fn()

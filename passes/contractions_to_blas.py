@@ -63,11 +63,14 @@ from .vectorize_contractions import gemm_sizes
 
 __all__ = ["contractions_to_blas", "contraction_flags", "CODEGEN_FLOPS", "CODEGEN_MAX_BYTES"]
 
-#: Default of option ``codegen-flops``: GEMMs up to 2^23 flops stay compiled.
-CODEGEN_FLOPS = 1 << 23
-#: A GEMM whose A and B take more bytes than this goes to the library
-#: whatever its flops (memory-bound: the library's threads and blocking win).
+#: Default of option ``codegen-flops``: GEMMs up to 2^27 flops stay compiled.
+CODEGEN_FLOPS = 1 << 27
+#: A GEMM whose A and B take more bytes than this, or whose rows are wider
+#: than CODEGEN_MAX_COLUMNS, goes to the library whatever its flops: the
+#: compiled code streams all of B once per block of rows, the library packs
+#: it into cache-sized panels.
 CODEGEN_MAX_BYTES = 3 << 20
+CODEGEN_MAX_COLUMNS = 1024
 
 
 def _left_to_codegen(contraction, max_flops: int) -> bool:
@@ -76,7 +79,8 @@ def _left_to_codegen(contraction, max_flops: int) -> bool:
         return False
     m, n, k = sizes
     element = 8 if contraction.types[2] == "f64" else 4
-    return 2 * m * n * k <= max_flops and element * k * (m + n) <= CODEGEN_MAX_BYTES
+    return (2 * m * n * k <= max_flops and element * k * (m + n) <= CODEGEN_MAX_BYTES
+            and n <= CODEGEN_MAX_COLUMNS)
 
 
 @register_pass(

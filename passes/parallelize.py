@@ -39,7 +39,8 @@ on one thread, where two took 1.35-1.5x its time.
 
 Not parallelized: ops whose body calls a function (a run-time check's
 failure call must run on the calling thread), allocates or contains regions;
-an input that shares storage with an output through a different indexing map
+an input that may share storage with an output (the same root, other than
+two disjoint slots of one planned arena) through a different indexing map
 (an in-place op is only safe chunk by chunk when each iteration reads what it
 writes); dynamic shapes. Statistics ``parallelized``.
 
@@ -72,7 +73,7 @@ from .ir_utils import (
     index_const,
     indexing_maps,
     iterator_types,
-    memref_root,
+    may_share_storage,
 )
 from .registry import PassContext, PassOption, register_pass
 from .vectorize_contractions import is_gemm
@@ -144,10 +145,9 @@ def _aliasing_ok(op, maps, outputs: int) -> bool:
     operands = list(op.operands)
     first_out = len(operands) - outputs
     for o in range(first_out, len(operands)):
-        root = memref_root(operands[o])
         for i in range(first_out):
-            if (isinstance(operands[i].type, ir.MemRefType) and memref_root(operands[i]) == root
-                    and str(maps[i]) != str(maps[o])):
+            if (isinstance(operands[i].type, ir.MemRefType) and str(maps[i]) != str(maps[o])
+                    and may_share_storage(operands[i], operands[o])):
                 return False
     return True
 

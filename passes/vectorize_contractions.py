@@ -63,7 +63,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from .analysis.contractions import K, M, N, classify, dim_positions
-from .ir_utils import collect_ops, iterator_types
+from .ir_utils import collect_ops, iterator_types, may_share_storage
 from .registry import PassContext, PassOption, register_pass
 
 __all__ = ["vectorize_contractions", "gemm_sizes", "is_gemm", "host_vector_bits", "ROWS_FOR_BITS"]
@@ -73,8 +73,6 @@ _OPS = ("linalg.matmul", "linalg.contract", "linalg.generic")
 #: rows accumulators, plus B's row and a broadcast, fit AVX-512's 32
 #: registers and AVX2's / SSE's 16.
 ROWS_FOR_BITS = {512: 8, 256: 6, 128: 6}
-_VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.collapse_shape",
-          "memref.expand_shape", "memref.view")
 
 
 def is_gemm(op) -> bool:
@@ -102,57 +100,6 @@ def _element(value):
     return ir.MemRefType(t).element_type if isinstance(t, ir.MemRefType) else None
 
 
-def _root(value):
-    """The allocation or block argument under a chain of views."""
-    while True:
-        owner = value.owner
-        if isinstance(owner, ir.Block) or owner.name not in _VIEWS:
-            return value
-        value = owner.operands[0]
-
-
-def _arena_bytes(value) -> tuple[int, int] | None:
-    """[start, end) bytes of a ``memref.view`` at a constant offset with a
-    static identity-layout type (an arena slot of ``tdf-plan-memory``)."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "memref.view":
-        return None
-    t = ir.MemRefType(value.type)
-    if not t.has_static_shape or not _contiguous(t):
-        return None
-    shift = owner.operands[1].owner
-    if isinstance(shift, ir.Block) or shift.name != "arith.constant":
-        return None
-    start = ir.IntegerAttr(shift.attributes["value"]).value
-    bits = 64 if str(t.element_type) == "f64" else 32
-    size = bits // 8
-    for extent in t.shape:
-        size *= extent
-    return start, start + size
-
-
-def _contiguous(t: ir.MemRefType) -> bool:
-    """Row-major with no gaps and offset 0 (an identity layout)."""
-    try:
-        strides, offset = t.get_strides_and_offset()
-    except RuntimeError:
-        return False
-    expected, step = [], 1
-    for extent in reversed(t.shape):
-        expected.append(step)
-        step *= extent
-    return offset == 0 and list(strides) == expected[::-1]
-
-
-def _shares_storage(value, out) -> bool:
-    """Whether ``value`` may share bytes with ``out``: one root, unless both
-    are arena slots whose byte ranges are disjoint."""
-    if _root(value) != _root(out):
-        return False
-    mine, theirs = _arena_bytes(value), _arena_bytes(out)
-    return mine is None or theirs is None or not (mine[1] <= theirs[0] or theirs[1] <= mine[0])
-
-
 def _unit_inner_stride(t: ir.MemRefType) -> bool:
     try:
         strides, _ = t.get_strides_and_offset()
@@ -175,7 +122,7 @@ def gemm_sizes(op) -> tuple[int, int, int] | None:
         return None
     if not (_strided(a) and _unit_inner_stride(b) and _unit_inner_stride(c)):
         return None
-    if _shares_storage(operands[0], operands[2]) or _shares_storage(operands[1], operands[2]):
+    if may_share_storage(operands[0], operands[2]) or may_share_storage(operands[1], operands[2]):
         return None
     sizes = a.shape[0], b.shape[1], a.shape[1]
     return sizes if min(sizes) > 0 else None

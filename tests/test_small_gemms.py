@@ -93,11 +93,13 @@ def test_negative_uneven_rows_not_cut():
     assert "vector<32xf32>" in default
 
 
-def test_negative_large_gemm_goes_to_the_library():
-    """128x512x512 (2^26 flops) runs faster in the library: it is a call."""
+@pytest.mark.parametrize("m,k,n", [(512, 512, 512), (128, 256, 2048), (4, 1024, 1024)])
+def test_negative_large_gemm_goes_to_the_library(m, k, n):
+    """Above 2^27 flops, rows wider than 1024 columns, or operands over 3
+    MiB, the library is faster: each is a call."""
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((128, 512)).astype(np.float32)
-    w = rng.standard_normal((512, 512)).astype(np.float32)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
     builds, _ = _run_all(lambda x, w: x @ w, (x, w), rtol=1e-4, atol=1e-4)
     assert "tdf_rt_contract" in builds["default"].llvm_ir
 

@@ -1,9 +1,10 @@
 // Which contractions tdf-contractions-to-blas leaves to compiled code
 // (tdf-vectorize-contractions): GEMMs that pass vectorizes, of at most
-// codegen-flops flops (default 2^23) with A and B in at most 3 MiB.
+// codegen-flops flops (default 2^27) with A and B in at most 3 MiB and rows
+// of at most 1024 columns.
 // RUN: tdf-opt %s --tdf-contractions-to-blas | FileCheck %s
 // RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{codegen-flops=0})" | FileCheck %s --check-prefix=NONE
-// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{codegen-flops=100000000})" | FileCheck %s --check-prefix=MORE
+// RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{codegen-flops=1000000000})" | FileCheck %s --check-prefix=MORE
 // RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas, tdf-vectorize-contractions)" | FileCheck %s --check-prefix=VECTOR
 // RUN: not tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{codegen-flops=-1})" 2>&1 | FileCheck %s --check-prefix=BADOPT
 
@@ -38,19 +39,22 @@ func.func @small_gemms(%a: memref<16x64xf32>, %b: memref<64x256xf32>, %c: memref
   return
 }
 
-// 256x256x256 (2^25 flops) and 4x1024x1024 (2^23 flops, but B is 4 MiB) go
-// to the library; a larger codegen-flops keeps the first.
+// 512x512x512 (2^28 flops), 4x1024x1024 (2^23 flops, but B is 4 MiB) and
+// 16x256x2048 (rows of 2048 columns) go to the library; a larger
+// codegen-flops keeps the first.
 // CHECK-LABEL: func.func @negative_large_gemms
-// CHECK-COUNT-2: call @tdf_rt_contract
+// CHECK-COUNT-3: call @tdf_rt_contract
 // CHECK-NOT:     linalg.matmul
 // MORE-LABEL:  func.func @negative_large_gemms
 // MORE:          linalg.matmul
-// MORE:          call @tdf_rt_contract
-func.func @negative_large_gemms(%a: memref<256x256xf32>, %c: memref<256x256xf32>,
+// MORE-COUNT-2:  call @tdf_rt_contract
+func.func @negative_large_gemms(%a: memref<512x512xf32>, %c: memref<512x512xf32>,
                                 %x: memref<4x1024xf32>, %w: memref<1024x1024xf32>,
-                                %y: memref<4x1024xf32>) {
-  linalg.matmul ins(%a, %a : memref<256x256xf32>, memref<256x256xf32>) outs(%c : memref<256x256xf32>)
+                                %y: memref<4x1024xf32>, %h: memref<16x256xf32>,
+                                %u: memref<256x2048xf32>, %o: memref<16x2048xf32>) {
+  linalg.matmul ins(%a, %a : memref<512x512xf32>, memref<512x512xf32>) outs(%c : memref<512x512xf32>)
   linalg.matmul ins(%x, %w : memref<4x1024xf32>, memref<1024x1024xf32>) outs(%y : memref<4x1024xf32>)
+  linalg.matmul ins(%h, %u : memref<16x256xf32>, memref<256x2048xf32>) outs(%o : memref<16x2048xf32>)
   return
 }
 

@@ -189,3 +189,30 @@ func.func @negative_gemm_uneven_rows(%a: memref<15x256xf32>, %b: memref<256x256x
   linalg.matmul ins(%a, %b : memref<15x256xf32>, memref<256x256xf32>) outs(%c : memref<15x256xf32>)
   return
 }
+
+// Two slots of one planned arena: A at bytes [0, 131072) and C at [131072,
+// 262144) share no byte, so the GEMM is cut; C at 65536 overlaps A (read
+// through another map), so that one is not.
+// CHECK-LABEL: func.func @gemm_arena_slots
+// CHECK:         scf.parallel
+// CHECK:           linalg.contract
+// CHECK-NOT:     scf.parallel
+// CHECK:         linalg.contract {{.*}} outs({{.*}} : memref<64x512xf32>)
+func.func @gemm_arena_slots(%b: memref<512x512xf32>) {
+  %arena = memref.alloc() : memref<262144xi8>
+  %c0 = arith.constant 0 : index
+  %c65536 = arith.constant 65536 : index
+  %c131072 = arith.constant 131072 : index
+  %a = memref.view %arena[%c0][] : memref<262144xi8> to memref<64x512xf32>
+  %c = memref.view %arena[%c131072][] : memref<262144xi8> to memref<64x512xf32>
+  linalg.contract indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                   affine_map<(m, n, k) -> (k, n)>,
+                                   affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : memref<64x512xf32>, memref<512x512xf32>) outs(%c : memref<64x512xf32>)
+  %d = memref.view %arena[%c65536][] : memref<262144xi8> to memref<64x512xf32>
+  linalg.contract indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                   affine_map<(m, n, k) -> (k, n)>,
+                                   affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : memref<64x512xf32>, memref<512x512xf32>) outs(%d : memref<64x512xf32>)
+  return
+}
