@@ -24,17 +24,19 @@ buffer (``beta = 0``).
 
 Small GEMMs stay for ``tdf-vectorize-contractions`` (option
 ``codegen-flops``, default 2^23; 0 sends every contraction to the library):
-a contraction that pass vectorizes (``C[m, n] += A[m, k] * B[k, n]`` on
-static f32/f64 memrefs with full tiles) of at most that many flops, whose A
-and B take at most :data:`CODEGEN_MAX_BYTES`, runs as compiled vector code.
-Measured side by side on this project's 2-core AVX-512 machine (one
-``linalg.matmul`` compiled both ways; the library on two threads, the
-compiled code on one): the compiled code takes 0.4-1.0x the library's time
-on such GEMMs (16x256x256 0.97, 32x256x256 0.41, 64x256x256 0.46,
-8x1024x512 0.55), and 1.1-1.6x from 2^24 flops or 4 MiB of operands
-(64x512x512 1.11, 128x512x512 1.61, 4x1024x1024 1.21). Compiled, such a
-GEMM also needs no library call, and no kernels that the library makes when
-a process first calls it (oneDNN's f32 GEMM: about 25 ms per process).
+a GEMM that pass vectorizes (``C[m, n] += A[m, k] * B[k, n]`` on static
+f32/f64 memrefs) of at most that many flops, whose A and B take at most
+:data:`CODEGEN_MAX_BYTES` and whose rows are at most
+:data:`CODEGEN_MAX_COLUMNS` wide, runs as compiled vector code (cut into row
+chunks on the threads by ``tdf-parallelize``). Measured side by side on this
+project's 2-core AVX-512 machine (``docs/Codegen.md``): the compiled code
+takes 0.3-0.8x oneDNN's time up to 2^23 flops (64x256x256 0.29-0.38) and
+0.7-0.95x up to 2^27, but loses on wide rows or large B (128x256x2048
+1.2-1.5, 4x1024x1024 1.4-2.3). The default stops at 2^23 for compile time: a
+compiled GEMM costs LLVM time, a call almost none (GPT-2 prefill with 2^27:
+2-4% faster calls, 86 ms more compile). Compiled, a GEMM also needs no
+kernels that the library makes when a process first calls it (oneDNN's f32
+GEMM: about 25 ms per process).
 
 Option ``threads`` (0: the library's default, the cores) is the BLAS thread
 count of these calls; ``remarks`` reports each contraction left to loops.
@@ -63,8 +65,8 @@ from .vectorize_contractions import gemm_sizes
 
 __all__ = ["contractions_to_blas", "contraction_flags", "CODEGEN_FLOPS", "CODEGEN_MAX_BYTES"]
 
-#: Default of option ``codegen-flops``: GEMMs up to 2^27 flops stay compiled.
-CODEGEN_FLOPS = 1 << 27
+#: Default of option ``codegen-flops``: GEMMs up to 2^23 flops stay compiled.
+CODEGEN_FLOPS = 1 << 23
 #: A GEMM whose A and B take more bytes than this, or whose rows are wider
 #: than CODEGEN_MAX_COLUMNS, goes to the library whatever its flops: the
 #: compiled code streams all of B once per block of rows, the library packs

@@ -95,8 +95,8 @@ def test_negative_uneven_rows_not_cut():
 
 @pytest.mark.parametrize("m,k,n", [(512, 512, 512), (128, 256, 2048), (4, 1024, 1024)])
 def test_negative_large_gemm_goes_to_the_library(m, k, n):
-    """Above 2^27 flops, rows wider than 1024 columns, or operands over 3
-    MiB, the library is faster: each is a call."""
+    """Above 2^23 flops (the default, for compile time), rows wider than
+    1024 columns, or operands over 3 MiB: each is a library call."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((m, k)).astype(np.float32)
     w = rng.standard_normal((k, n)).astype(np.float32)

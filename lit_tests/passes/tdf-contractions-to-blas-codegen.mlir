@@ -1,6 +1,6 @@
 // Which contractions tdf-contractions-to-blas leaves to compiled code
 // (tdf-vectorize-contractions): GEMMs that pass vectorizes, of at most
-// codegen-flops flops (default 2^27) with A and B in at most 3 MiB and rows
+// codegen-flops flops (default 2^23) with A and B in at most 3 MiB and rows
 // of at most 1024 columns.
 // RUN: tdf-opt %s --tdf-contractions-to-blas | FileCheck %s
 // RUN: tdf-opt %s --pass-pipeline="builtin.module(tdf-contractions-to-blas{codegen-flops=0})" | FileCheck %s --check-prefix=NONE
