@@ -23,7 +23,13 @@ from .analysis.inplace import (
     branch_depth,
     size_adaptation,
 )
-from .analysis.kernels import KernelInfo, identity_operands, is_elementwise_linalg, reads_output
+from .analysis.kernels import (
+    BadKernelAttribute,
+    KernelInfo,
+    identity_operands,
+    is_elementwise_linalg,
+    reads_output,
+)
 from .analysis.shapes import fresh_shape_operand, same_sizes, slice_strides
 from .ir_utils import copy_attributes, function_type, is_tensor, lookup_symbol, op_key
 
@@ -150,8 +156,15 @@ class InplaceRewriter:
         key = (callee, len(op.operands), len(op.results))
         if key not in self.kernels:
             kernel = lookup_symbol(self.module_op, callee)
-            self.kernels[key] = KernelInfo(kernel, len(op.operands), len(op.results)) \
-                if kernel is not None and kernel.name == "func.func" else None
+            info = None
+            if kernel is not None and kernel.name == "func.func":
+                try:
+                    info = KernelInfo(kernel, len(op.operands), len(op.results))
+                except BadKernelAttribute as err:
+                    if self.ctx is None:
+                        raise
+                    self.ctx.error(kernel, f"@{callee}: {err}")
+            self.kernels[key] = info
         return self.kernels[key]
 
     def too_deep(self, op) -> bool:

@@ -30,7 +30,9 @@ stay safe to call from several threads at once. The plan is re-checked on
 the rewritten IR before the pass returns -- offsets read back from the
 views, live intervals recomputed over the new IR
 (:func:`~tdf.passes.analysis.buffers.shared_storage_conflicts`): an overlap
-would be an internal error, never a wrong answer. Allocations that stay their own: dynamic
+would be an internal error, never a wrong answer. A function whose input
+already has views of one buffer sharing bytes while live (IR written that
+way) is not planned. Allocations that stay their own: dynamic
 shapes, buffers carried across loop iterations that could not be kept in
 one buffer, returned buffers (unless they host temporaries). (``i1``
 buffers are planned as bytes: ``tdf-widen-i1-memrefs`` retypes the views
@@ -81,7 +83,7 @@ from ._loop_carries import carry_in_place
 from .analysis.buffers import LOOPS, Buffer, function_buffers, shared_storage_conflicts
 from .analysis.placement import ALIGNMENT, Block, Host, Placement, check, lower_bound, place
 from .arena_alias_scopes import slice_location
-from .ir_utils import function_bodies
+from .ir_utils import collect_ops, function_bodies
 from .registry import PassContext, PassOption, register_pass
 from .unown_opaque_results import opaque_callees
 
@@ -142,8 +144,17 @@ def plan_function(func: ir.Operation, opaque: set, ctx: PassContext | None = Non
                   remarks: bool = False) -> dict | None:
     """Plans and rewrites one function; returns the plan's figures (the
     ``tdf.memory_plan`` entries) or None when the function is not planned
-    (several blocks)."""
+    (several blocks, or views in the input that share bytes while live)."""
     if len(func.regions[0].blocks) != 1:
+        return None
+    # Views the input already made of one buffer that are live at once and
+    # share bytes (IR written that way, not a plan of ours): planning could
+    # not keep them apart, and the check after the rewrite would blame the
+    # plan. Such a function keeps its own allocations.
+    if collect_ops(func, "memref.view") and shared_storage_conflicts(func, opaque):
+        if remarks and ctx is not None:
+            ctx.remark(func, "not planned: views of one buffer in the input share bytes "
+                             "while live")
         return None
     carried = carry_in_place(func, opaque)
     found = function_buffers(func, opaque)

@@ -291,3 +291,24 @@ func.func @branch_result_extends_lifetime(%c: i1, %x: memref<16xf32>, %out: memr
   memref.copy %v, %out : memref<16xf32> to memref<16xf32>
   return
 }
+
+// -----
+
+// The input's own views of one buffer share bytes while live (%a is read
+// while %d, 64 KiB into it, is written): the function is not planned (no
+// tdf.memory_plan, the buffer keeps its own allocation) rather than
+// reported as a bad plan.
+// CHECK-LABEL: func.func @negative_input_views_overlap
+// CHECK-NOT:     tdf.memory_plan
+// CHECK:         memref.alloc() : memref<262144xi8>
+// REMARK: remark: not planned: views of one buffer in the input share bytes while live
+func.func @negative_input_views_overlap(%b: memref<512x512xf32>) {
+  %arena = memref.alloc() : memref<262144xi8>
+  %c0 = arith.constant 0 : index
+  %c65536 = arith.constant 65536 : index
+  %a = memref.view %arena[%c0][] : memref<262144xi8> to memref<64x512xf32>
+  %d = memref.view %arena[%c65536][] : memref<262144xi8> to memref<64x512xf32>
+  linalg.matmul ins(%a, %b : memref<64x512xf32>, memref<512x512xf32>) outs(%d : memref<64x512xf32>)
+  memref.dealloc %arena : memref<262144xi8>
+  return
+}

@@ -50,7 +50,7 @@ from ...vocabulary import (
 from ..ir_utils import function_type, op_key
 
 __all__ = [
-    "ELEMENTWISE_OPS", "KernelInfo", "BodyProblem", "is_elementwise_linalg", "identity_operands",
+    "ELEMENTWISE_OPS", "KernelInfo", "BodyProblem", "BadKernelAttribute", "is_elementwise_linalg", "identity_operands",
     "ins_outs", "reads_output",
 ]
 
@@ -142,15 +142,29 @@ def reads_output(op, index: int) -> bool:
     return len(list(args[index].uses)) > 0
 
 
+class BadKernelAttribute(ValueError):
+    """A kernel's ``tdf.inplace_ok`` is not a list of [operand, result]
+    pairs (the in-place passes report it as an error at the kernel)."""
+
+
 def _pair_list(attr) -> list[tuple[int, int]]:
+    """The pairs of a ``tdf.inplace_ok`` value: ``[[0, 0], [1, 0]]`` (arrays
+    of integers, or ``array<i64: 0, 0>`` entries)."""
+    def bad():
+        return BadKernelAttribute(f"'{INPLACE_OK_ATTR}' must be a list of [operand, result] "
+                                  f"pairs of integers, e.g. [[0, 0]], got {attr}")
+    if not isinstance(attr, ir.ArrayAttr):
+        raise bad()
     pairs = []
-    for item in ir.ArrayAttr(attr):
+    for item in attr:
         if isinstance(item, ir.DenseI64ArrayAttr):
-            values = list(ir.DenseI64ArrayAttr(item))
+            values = list(item)
+        elif isinstance(item, ir.ArrayAttr) and all(isinstance(x, ir.IntegerAttr) for x in item):
+            values = [ir.IntegerAttr(x).value for x in item]
         else:
-            values = [ir.IntegerAttr(x).value for x in ir.ArrayAttr(item)]
+            raise bad()
         if len(values) != 2:
-            raise ValueError(f"{INPLACE_OK_ATTR} entries must be [operand, result] pairs, got {item}")
+            raise bad()
         pairs.append((values[0], values[1]))
     return pairs
 
