@@ -649,3 +649,24 @@ def test_custom_syntax_name_reused_in_a_nested_region_still_parses():
     assert limits.forward_use_into_region(text) is not None
     tdf.parse(text, filename="ok.mlir")
     assert _opt(["-"], text).returncode == 0
+
+
+@pytest.mark.parametrize("form", [
+    "  %r = llvm.insertvalue %a, %u[{pos}] : !llvm.struct<(f32, f32)>\n",
+    "  %r = \"llvm.insertvalue\"(%u, %a) <{{position = array<i64: {pos}>}}> : "
+    "(!llvm.struct<(f32, f32)>, f32) -> !llvm.struct<(f32, f32)>\n",
+    "  %r = llvm.extractvalue %u[0, {pos}] : !llvm.struct<(f32, f32)>\n",
+])
+@pytest.mark.parametrize("pos", ["4611686018427387904", "-0x80000001"])
+def test_value_position_outside_32_bits_is_refused_before_parsing(form, pos):
+    """Regression (found by the long malformed-input fuzz): MLIR's parser
+    checked an ``llvm.insertvalue`` position against the struct in 32 bits,
+    then indexed its element types with the 64-bit value and aborted. A
+    position in 32 bits is the parser's own bounds check (an error, or fine)."""
+    head = "llvm.func @f(%a: f32, %u: !llvm.struct<(f32, f32)>) {\n"
+    text = head + form.format(pos=pos) + "  llvm.return\n}\n"
+    _refused_before_parsing(text, "does not fit in 32 bits",
+                            r"v.mlir:2:\d+: error: .*position .* does not fit in 32 bits", "v.mlir")
+    kept = head + "  %r = llvm.insertvalue %a, %u[1] : !llvm.struct<(f32, f32)>\n" \
+        "  llvm.return\n}\n// llvm.insertvalue %a, %u[4611686018427387904]\n"
+    tdf.parse(kept, filename="k.mlir")

@@ -37,6 +37,7 @@ __all__ = [
     "check_from_elements",
     "check_dense_arrays",
     "check_concat_dims",
+    "check_value_positions",
     "check_forward_uses",
     "forward_use_into_region",
     "check_parser_limits",
@@ -268,6 +269,39 @@ def check_concat_dims(text: str, filename: str = "<input>") -> None:
             f"parsing (MLIR's tensor.concat verifier would abort on it)")
 
 
+_VALUE_POSITION = re.compile(
+    r"llvm\.(?:insertvalue|extractvalue)\b(?:[^\n\[]*\[([^\]\n]*)\]"   # custom form
+    r"|\"[^\n]*?position\s*=\s*array\s*<\s*i64\s*:([^>\n]*)>)")       # generic form
+_INTEGER = re.compile(r"-?\s*(?:0x[0-9a-fA-F]+|\d+)")
+
+
+def check_value_positions(text: str, filename: str = "<input>") -> None:
+    """Raises :class:`InputError` for an ``llvm.insertvalue`` /
+    ``llvm.extractvalue`` position outside 32 bits (``%s[4611686018427387904]``):
+    MLIR's parser checks the position against the aggregate in 32 bits and
+    then indexes its element types with the full value, which aborts the
+    process. A valid position is below the aggregate's size, so no valid
+    program is refused; other out-of-bounds positions are the parser's own
+    error."""
+    if "llvm.insertvalue" not in text and "llvm.extractvalue" not in text:
+        return
+    for match in _VALUE_POSITION.finditer(text):
+        before = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+        if "//" in before:
+            continue  # a comment
+        group = 1 if match.group(1) is not None else 2
+        for number in _INTEGER.finditer(match.group(group)):
+            literal = number.group(0).replace(" ", "")
+            value = int(literal, 16 if "0x" in literal else 10)
+            if -(1 << 31) <= value < 1 << 31:
+                continue
+            line, column = _line_col(text, match.start(group) + number.start())
+            raise InputError(
+                filename, line, column,
+                f"llvm.insertvalue/extractvalue position {literal} does not fit in 32 bits; "
+                f"tdf refuses it before parsing (MLIR's parser would abort on it)")
+
+
 _INDEX_ARRAY = re.compile(r"(?<![\w.!$#-])array\s*<\s*index\s*[:>]")
 
 
@@ -413,7 +447,9 @@ def check_parser_limits(text: str, filename: str = "<input>") -> None:
     (:func:`check_reassociation`), linalg index lists
     (:func:`check_linalg_index_lists`), dense arrays of ``index``
     (:func:`check_dense_arrays`), negative ``tensor.concat`` dims
-    (:func:`check_concat_dims`) and values used before a definition nested
+    (:func:`check_concat_dims`), 64-bit ``llvm.insertvalue`` /
+    ``extractvalue`` positions (:func:`check_value_positions`) and values
+    used before a definition nested
     deeper (:func:`check_forward_uses`). Raises :class:`InputError`."""
     check_nesting(text, filename)
     check_from_elements(text, filename)
@@ -421,6 +457,7 @@ def check_parser_limits(text: str, filename: str = "<input>") -> None:
     check_linalg_index_lists(text, filename)
     check_dense_arrays(text, filename)
     check_concat_dims(text, filename)
+    check_value_positions(text, filename)
     check_forward_uses(text, filename)
 
 
