@@ -76,7 +76,7 @@ CODEGEN_MAX_COLUMNS = 1024
 
 
 def _left_to_codegen(contraction, max_flops: int) -> bool:
-    sizes = gemm_sizes(contraction.op)
+    sizes = gemm_sizes(contraction.op, contraction)
     if sizes is None:
         return False
     m, n, k = sizes

@@ -28,7 +28,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, memref, tensor
 
 from .. import _tdf
-from ..vocabulary import MEMREF_VIEW_OPS, element_nbytes
+from ..vocabulary import MEMREF_VIEW_OPS, static_nbytes
 
 __all__ = ["collect_ops", "function_bodies", "ancestor_in", "lookup_symbol", "is_tensor",
            "op_key", "defining_op", "identity_layout", "memref_root", "used_from_outside", "is_constant", "constant_int", "clone_remapped", "indexing_maps", "iterator_types", "function_type", "sym_name", "is_public", "has_body", "arg_dicts",
@@ -102,29 +102,15 @@ def memref_root(value):
 
 def _arena_bytes(value) -> tuple[int, int] | None:
     """[start, end) bytes of a ``memref.view`` at a constant offset with a
-    static, contiguous row-major type (a slot of ``tdf-plan-memory``'s
-    arena); None for anything else."""
+    static shape (a slot of ``tdf-plan-memory``'s arena; a view's type has
+    the identity layout); None for anything else."""
     owner = defining_op(value)
     if owner is None or owner.name != "memref.view":
         return None
-    t = ir.MemRefType(value.type)
-    shift = defining_op(owner.operands[1])
-    nbytes = element_nbytes(t.element_type)
-    if not t.has_static_shape or shift is None or shift.name != "arith.constant" or not nbytes:
+    start, size = constant_int(owner.operands[1]), static_nbytes(value.type)
+    if start is None or size is None:
         return None
-    try:
-        strides, offset = t.get_strides_and_offset()
-    except RuntimeError:
-        return None
-    size = 1
-    for extent, stride in zip(reversed(t.shape), reversed(strides)):
-        if stride != size:
-            return None
-        size *= extent
-    if offset != 0:
-        return None
-    start = ir.IntegerAttr(shift.attributes["value"]).value
-    return start, start + size * nbytes
+    return start, start + size
 
 
 def may_share_storage(a, b) -> bool:

@@ -230,9 +230,14 @@ def _offset_loop_index(op, lo) -> None:
         index.result.replace_all_uses_except(shifted, shifted.owner.operation)
 
 
+def _chunk(n: int, chunks: int) -> int:
+    """Iterations of each chunk of a loop of ``n`` cut into ``chunks``."""
+    return -(-n // min(chunks, n))  # ceil(n / chunks)
+
+
 def _cut(op, maps, sizes, chunks: int) -> None:
     n = sizes[0]
-    chunk = -(-n // min(chunks, n))  # ceil(n / chunks)
+    chunk = _chunk(n, chunks)
     tasks = -(-n // chunk)
     index = ir.IndexType.get()
     with ir.InsertionPoint(op), op.location:
@@ -288,7 +293,7 @@ def parallelize(op, ctx: PassContext) -> None:
         if chunks < 2:
             continue
         for target, (maps, sizes) in plans:
-            if sizes[0] % -(-sizes[0] // min(chunks, sizes[0])) and is_gemm(target):
+            if sizes[0] % _chunk(sizes[0], chunks) and is_gemm(target):
                 continue
             _cut(target, maps, sizes, chunks)
             cut += 1

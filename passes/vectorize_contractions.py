@@ -62,7 +62,7 @@ import functools
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
-from .analysis.contractions import K, M, N, classify, dim_positions
+from .analysis.contractions import Contraction, K, M, N, classify, dim_positions, is_strided
 from .ir_utils import collect_ops, iterator_types, may_share_storage
 from .registry import PassContext, PassOption, register_pass
 
@@ -75,24 +75,25 @@ _OPS = ("linalg.matmul", "linalg.contract", "linalg.generic")
 ROWS_FOR_BITS = {512: 8, 256: 6, 128: 6}
 
 
-def is_gemm(op) -> bool:
+def is_gemm(op, found: Contraction | None = None) -> bool:
     """Whether ``op`` is ``C[m, n] += A[m, k] * B[k, n]`` over three loops
     (a ``linalg.matmul`` with its default maps, or a ``linalg.contract`` /
     contraction ``linalg.generic`` with the same maps up to the loop order)
-    with A, B and C of one element type."""
+    with A, B and C of one element type. ``found``: ``classify(op)``, when
+    the caller has it already."""
     if op.name == "linalg.matmul" and "indexing_maps" not in op.attributes:
         return len(op.regions) == 1 and len({str(_element(v)) for v in op.operands}) == 1
     if op.name not in _OPS:
         return False
     if op.name == "linalg.generic" and "reduction" not in (iterator_types(op) or []):
         return False  # element-wise: the common case, decided without classify
-    found = classify(op)
-    if isinstance(found, str) or sorted(found.kinds) != [M, N, K]:
+    gemm = found if found is not None else classify(op)
+    if isinstance(gemm, str) or sorted(gemm.kinds) != [M, N, K]:
         return False
-    if len(set(found.types)) != 1:
+    if len(set(gemm.types)) != 1:
         return False
-    m, n, k = (found.kinds.index(kind) for kind in (M, N, K))
-    return [dim_positions(amap) for amap in found.maps] == [[m, k], [k, n], [m, n]]
+    m, n, k = (gemm.kinds.index(kind) for kind in (M, N, K))
+    return [dim_positions(amap) for amap in gemm.maps] == [[m, k], [k, n], [m, n]]
 
 
 def _element(value):
@@ -108,32 +109,24 @@ def _unit_inner_stride(t: ir.MemRefType) -> bool:
     return strides[-1] == 1
 
 
-def gemm_sizes(op) -> tuple[int, int, int] | None:
+def gemm_sizes(op, found: Contraction | None = None) -> tuple[int, int, int] | None:
     """(M, N, K) of a GEMM this pass vectorizes (see the module docstring);
-    None for any other op. ``tdf-contractions-to-blas`` leaves the small
-    ones to this pass."""
+    None for any other op (``found``: as for :func:`is_gemm`).
+    ``tdf-contractions-to-blas`` leaves the small ones to this pass."""
     operands = list(op.operands)
     if len(operands) != 3 or not all(isinstance(v.type, ir.MemRefType) for v in operands):
         return None
     a, b, c = (ir.MemRefType(v.type) for v in operands)
-    if str(c.element_type) not in ("f32", "f64") or not is_gemm(op):
+    if str(c.element_type) not in ("f32", "f64") or not is_gemm(op, found):
         return None
     if not all(t.has_static_shape and t.rank == 2 for t in (a, b, c)):
         return None
-    if not (_strided(a) and _unit_inner_stride(b) and _unit_inner_stride(c)):
+    if not (is_strided(a) and _unit_inner_stride(b) and _unit_inner_stride(c)):
         return None
     if may_share_storage(operands[0], operands[2]) or may_share_storage(operands[1], operands[2]):
         return None
     sizes = a.shape[0], b.shape[1], a.shape[1]
     return sizes if min(sizes) > 0 else None
-
-
-def _strided(t: ir.MemRefType) -> bool:
-    try:
-        t.get_strides_and_offset()
-    except RuntimeError:
-        return False
-    return True
 
 
 @functools.cache
